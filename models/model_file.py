@@ -1,0 +1,261 @@
+"""TOML model files: the constants of one bounded model and what to check on it.
+
+    [model]                      # the spec's constants (tiercheck.spec.config.Config)
+    ranks = 2
+    requests = [[1, 2], [1, 3]]  # each request: its page tokens; shared prefixes share pages
+    device_pages = 3
+    host_pages = 2
+    policy = "write_through"     # write_through | write_through_selective | write_back
+    storage = true
+    mirror_release = true
+    faults = ["partial_storage"]
+    variants = []                # bug variants to switch on (tiercheck.spec.variants)
+
+    [check]
+    properties = ["no_ghost", "host_channel"]   # default: every property that applies
+    expect_violation = "host_channel"           # for variant models: what must fail
+    symmetry = false
+
+Every error names the file and the key and is one line; the CLI exits 2 on it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import List, Optional
+
+from tiercheck.errors import UserError
+from tiercheck.spec.config import FAULTS, POLICIES, Config
+from tiercheck.spec.properties import BY_NAME
+from tiercheck.spec.variants import VARIANTS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+LIBRARY = Path(__file__).resolve().parent / "library"
+
+# key -> (type, low, high) for ints; validation of the [model] table.
+_INT_KEYS = {
+    "ranks": (1, 8),
+    "device_pages": (1, 64),
+    "host_pages": (0, 64),
+    "host_free_target": (0, 64),
+    "fail_close_after": (1, 16),
+    "digest_bits": (2, 64),
+    "max_lock": (1, 16),
+}
+_BOOL_KEYS = ("storage", "prefetch", "mirror_release", "duplicate_reclaim", "single_writer")
+_MODEL_KEYS = set(_INT_KEYS) | set(_BOOL_KEYS) | {
+    "name", "description", "requests", "policy", "faults", "variants",
+}
+_CHECK_KEYS = {"properties", "expect_violation", "symmetry", "max_states"}
+
+
+@dataclass
+class ModelFile:
+    path: str
+    name: str
+    description: str
+    config: Config
+    properties: List[str]
+    expect_violation: Optional[str] = None
+    symmetry: bool = False
+    max_states: Optional[int] = None
+    raw: dict = field(default_factory=dict, repr=False)
+
+
+class _Err:
+    def __init__(self, path):
+        self.path = path
+
+    def __call__(self, key, msg):
+        return UserError(f"{self.path}: {key}: {msg}")
+
+
+def resolve(path_or_name: str) -> Path:
+    """A path, or the name of a shipped model (``wt-mirror-2r`` or ``variants/host-starvation``)."""
+    p = Path(path_or_name)
+    if p.exists():
+        return p
+    for candidate in (LIBRARY / f"{path_or_name}.toml", LIBRARY / path_or_name):
+        if candidate.exists():
+            return candidate
+    raise UserError(f"{path_or_name}: no such model file (and no shipped model of that name)")
+
+
+def load(path_or_name: str) -> ModelFile:
+    path = resolve(path_or_name)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    return parse(raw, str(path))
+
+
+def parse(raw: dict, path: str = "<model>") -> ModelFile:
+    err = _Err(path)
+    for key in raw:
+        if key not in ("model", "check"):
+            raise err(key, "unknown table (expected [model] and optionally [check])")
+    if not isinstance(raw.get("model"), dict):
+        raise err("[model]", "missing table")
+    model = raw["model"]
+    check = raw.get("check", {})
+    if not isinstance(check, dict):
+        raise err("[check]", "must be a table")
+    for key in model:
+        if key not in _MODEL_KEYS:
+            raise err(f"model.{key}", f"unknown key (known: {', '.join(sorted(_MODEL_KEYS))})")
+    for key in check:
+        if key not in _CHECK_KEYS:
+            raise err(f"check.{key}", f"unknown key (known: {', '.join(sorted(_CHECK_KEYS))})")
+
+    kwargs = {}
+    for key, (lo, hi) in _INT_KEYS.items():
+        if key in model:
+            v = model[key]
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                raise err(f"model.{key}", f"must be an integer in [{lo}, {hi}], got {v!r}")
+            kwargs[key] = v
+    for key in _BOOL_KEYS:
+        if key in model:
+            if not isinstance(model[key], bool):
+                raise err(f"model.{key}", f"must be true or false, got {model[key]!r}")
+            kwargs[key] = model[key]
+    if "requests" not in model:
+        raise err("model.requests", "missing (a list of requests, each a list of page tokens)")
+    reqs = model["requests"]
+    if not isinstance(reqs, list) or not reqs or not all(
+        isinstance(r, list) and r and all(isinstance(t, int) and not isinstance(t, bool) for t in r)
+        for r in reqs
+    ):
+        raise err("model.requests", "must be a non-empty list of non-empty lists of integers")
+    kwargs["requests"] = tuple(tuple(r) for r in reqs)
+    if "policy" in model:
+        if model["policy"] not in POLICIES:
+            raise err("model.policy", f"{model['policy']!r} is not one of {', '.join(POLICIES)}")
+        kwargs["policy"] = model["policy"]
+    for key, known in (("faults", FAULTS), ("variants", VARIANTS)):
+        if key in model:
+            v = model[key]
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise err(f"model.{key}", "must be a list of names")
+            for x in v:
+                if x not in known:
+                    raise err(f"model.{key}", f"unknown name {x!r} (known: {', '.join(sorted(known))})")
+            kwargs[key] = frozenset(v)
+    cfg = Config(**kwargs)
+    _check_consistent(cfg, err)
+
+    props = check.get("properties")
+    if props is None:
+        props = default_properties(cfg)
+    elif not isinstance(props, list) or not all(isinstance(x, str) for x in props):
+        raise err("check.properties", "must be a list of property names")
+    for x in props:
+        if x not in BY_NAME:
+            raise err("check.properties", f"unknown property {x!r} (known: {', '.join(BY_NAME)})")
+    expect = check.get("expect_violation")
+    if expect is not None and expect not in BY_NAME:
+        raise err("check.expect_violation", f"unknown property {expect!r}")
+    if expect is not None and expect not in props:
+        raise err("check.expect_violation", f"{expect!r} is not among the checked properties")
+    sym = check.get("symmetry", False)
+    if not isinstance(sym, bool):
+        raise err("check.symmetry", "must be true or false")
+    max_states = check.get("max_states")
+    if max_states is not None and (not isinstance(max_states, int) or max_states < 1):
+        raise err("check.max_states", "must be a positive integer")
+    name = model.get("name", Path(path).stem)
+    if not isinstance(name, str):
+        raise err("model.name", "must be a string")
+    return ModelFile(
+        path=path,
+        name=name,
+        description=str(model.get("description", "")),
+        config=cfg,
+        properties=list(props),
+        expect_violation=expect,
+        symmetry=sym,
+        max_states=max_states,
+        raw=raw,
+    )
+
+
+def _check_consistent(cfg: Config, err) -> None:
+    if cfg.mirror_release and (cfg.write_back or not cfg.storage):
+        raise err("model.mirror_release", "needs storage = true and a write_through policy")
+    if cfg.duplicate_reclaim and not cfg.write_back:
+        raise err("model.duplicate_reclaim", "needs policy = \"write_back\"")
+    if cfg.prefetch and not cfg.storage:
+        raise err("model.prefetch", "needs storage = true")
+    if cfg.single_writer and not cfg.storage:
+        raise err("model.single_writer", "needs storage = true")
+    if len({len(r) for r in cfg.requests}) and max(len(r) for r in cfg.requests) > 16:
+        raise err("model.requests", "a request longer than 16 pages is out of reach for exhaustive checking")
+    for fault in ("partial_storage", "store_loss"):
+        if fault in cfg.faults and not cfg.storage:
+            raise err("model.faults", f"{fault!r} needs storage = true")
+    if "registry_skew" in cfg.faults and not cfg.duplicate_reclaim:
+        raise err("model.faults", "'registry_skew' needs duplicate_reclaim = true")
+
+
+def default_properties(cfg: Config) -> List[str]:
+    """Every property that applies to the configuration."""
+    props = [
+        "no_ghost",
+        "no_use_after_free",
+        "slot_conservation",
+        "durable_only_when_acked",
+        "release_safety",
+        "counter_sanity",
+        "locked_never_evicted",
+        "eviction_progress",
+    ]
+    if cfg.ranks > 1:
+        props += ["rank_agreement", "no_collective_hang"]
+    if cfg.storage and cfg.mirror_release:
+        props.append("host_channel")
+    return props
+
+
+def dump(mf: ModelFile) -> str:
+    """The model back as TOML (for generated suites and the ITF #meta)."""
+    cfg = mf.config
+    lines = ["[model]", f'name = "{mf.name}"']
+    if mf.description:
+        lines.append(f"description = {_toml_str(mf.description)}")
+    defaults = Config()
+    for f in fields(Config):
+        v = getattr(cfg, f.name)
+        if f.name != "requests" and v == getattr(defaults, f.name):
+            continue
+        lines.append(f"{f.name} = {_toml_value(v)}")
+    lines += ["", "[check]", f"properties = {_toml_value(mf.properties)}"]
+    if mf.expect_violation:
+        lines.append(f'expect_violation = "{mf.expect_violation}"')
+    if mf.symmetry:
+        lines.append("symmetry = true")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return _toml_str(v)
+    if isinstance(v, (frozenset, set)):
+        v = sorted(v)
+    return "[" + ", ".join(_toml_value(x) for x in v) + "]"

@@ -1,0 +1,99 @@
+"""Host -> device: load_back, the H->D DMA finishing per rank, loading_check."""
+
+from __future__ import annotations
+
+from .action import act
+from .state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, live_nodes, node_len, nodes_covering, parent_node
+from .sync import digest_round
+from .tree import lock_path, update_node
+
+
+def nodes_to_load(m, rs, end):
+    """The evicted chain from ``end`` up to (not including) the first resident ancestor,
+    top-down; () when ``end`` is not an evicted node."""
+    chain = []
+    e = end
+    while e >= 0 and rs.nodes[e].dev == ABSENT:
+        chain.append(e)
+        e = parent_node(m.pages, rs, e)
+    return tuple(reversed(chain))
+
+
+def load_back_params(m, s):
+    ends = sorted({e for rs in s.ranks for e in live_nodes(rs) if rs.nodes[e].dev == ABSENT})
+    for e in ends:
+        yield act("load_back", node=e)
+
+
+def load_back_guard(m, s, a):
+    e = a["node"]
+    for rs in s.ranks:
+        n = rs.nodes[e]
+        if n is None or n.dev != ABSENT:
+            return False
+        chain = nodes_to_load(m, rs, e)
+        if any(rs.nodes[x].host != HOST_RESIDENT for x in chain):
+            return False
+        if sum(node_len(m.pages, rs, x) for x in chain) > rs.dev_free:
+            return False
+    return True
+
+
+def load_back(m, s, a):
+    """load_back(node): lock the path, take device slots, submit one H->D copy for the
+    whole evicted chain ("all or nothing"), mark its nodes load_back_pending."""
+    e = a["node"]
+    ranks = []
+    for rs in s.ranks:
+        chain = nodes_to_load(m, rs, e)
+        total = sum(node_len(m.pages, rs, x) for x in chain)
+        for x in chain:
+            rs = update_node(rs, x, dev=LOADING, lbp=True)
+        rs = lock_path(m, rs, e, +1)
+        first = rs.nodes[chain[0]].start
+        rs = rs._replace(dev_free=rs.dev_free - total, lq=rs.lq + ((first, e),))
+        ranks.append(rs)
+    return s._replace(ranks=tuple(ranks))
+
+
+def load_dma_done_params(m, s):
+    for r in range(m.cfg.ranks):
+        yield act("load_dma_done", rank=r)
+
+
+def load_dma_done_guard(m, s, a):
+    rs = s.ranks[a["rank"]]
+    return rs.ldone < len(rs.lq)
+
+
+def load_dma_done(m, s, a):
+    r = a["rank"]
+    ranks = list(s.ranks)
+    ranks[r] = ranks[r]._replace(ldone=ranks[r].ldone + 1)
+    return s._replace(ranks=tuple(ranks))
+
+
+def loading_check_params(m, s):
+    yield act("loading_check")
+
+
+def loading_check_guard(m, s, a):
+    return min(rs.ldone for rs in s.ranks) > 0
+
+
+def loading_check(m, s, a):
+    """Ack the load-backs finished on every rank (MIN, with the digest pair): device
+    copies become usable, the path lock is dropped, finish_load_back clears the marks."""
+    s, halt = digest_round(m, s, "loading_check")
+    if halt:
+        return s._replace(halted=halt)
+    n = min(rs.ldone for rs in s.ranks)
+    ranks = []
+    for rs in s.ranks:
+        for start, end in rs.lq[:n]:
+            for x in nodes_covering(m.pages, rs, start, end):
+                rs = update_node(rs, x, dev=RESIDENT, lbp=False)
+            if rs.nodes[end] is not None:
+                rs = lock_path(m, rs, end, -1)
+        ranks.append(rs._replace(lq=rs.lq[n:], ldone=rs.ldone - n))
+    return s._replace(ranks=tuple(ranks))

@@ -1,0 +1,143 @@
+"""The specification as a model: init states, enabled actions, next state, properties.
+
+Shaped like stateright's ``Model`` trait: ``actions(state)`` lists the enabled actions as
+plain values, ``next_state(state, action)`` applies one. Each entry of ACTIONS names the
+code path it models and gives its parameter enumeration, guard and effect.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Callable, Iterable, List, NamedTuple, Optional
+
+from . import eviction, load_path, prefetch, storage_path, write_path
+from .action import ENV, LOCAL, REPLICATED, SYNC, Action
+from .config import Config, build_pages
+from .properties import BY_NAME, PROPERTIES
+from .state import State, initial_state
+from .sync import round_due
+
+
+class ActionSpec(NamedTuple):
+    name: str
+    kind: str  # REPLICATED | LOCAL | SYNC | ENV (see tiercheck.spec.action)
+    params: Callable  # (model, state) -> iterable of candidate Actions
+    guard: Callable  # (model, state, action) -> bool
+    effect: Callable  # (model, state, action) -> State
+
+
+ACTIONS: List[ActionSpec] = [
+    ActionSpec("insert", REPLICATED, write_path.insert_params, write_path.insert_guard, write_path.insert),
+    ActionSpec("write_dma_done", LOCAL, write_path.write_dma_done_params, write_path.write_dma_done_guard, write_path.write_dma_done),
+    ActionSpec("writing_check", SYNC, write_path.writing_check_params, write_path.writing_check_guard, write_path.writing_check),
+    ActionSpec("evict", REPLICATED, eviction.evict_params, eviction.evict_guard, eviction.evict),
+    ActionSpec("load_back", REPLICATED, load_path.load_back_params, load_path.load_back_guard, load_path.load_back),
+    ActionSpec("load_dma_done", LOCAL, load_path.load_dma_done_params, load_path.load_dma_done_guard, load_path.load_dma_done),
+    ActionSpec("loading_check", SYNC, load_path.loading_check_params, load_path.loading_check_guard, load_path.loading_check),
+    ActionSpec("storage_backup_done", LOCAL, storage_path.storage_backup_done_params, storage_path.storage_backup_done_guard, storage_path.storage_backup_done),
+    ActionSpec("drain_storage_control_queues", SYNC, storage_path.drain_params, storage_path.drain_guard, storage_path.drain_storage_control_queues),
+    ActionSpec("prefetch_from_storage", REPLICATED, prefetch.prefetch_params, prefetch.prefetch_guard, prefetch.prefetch_from_storage),
+    ActionSpec("prefetch_io", LOCAL, prefetch.prefetch_io_params, prefetch.prefetch_io_guard, prefetch.prefetch_io),
+    ActionSpec("check_prefetch_progress", SYNC, prefetch.check_prefetch_params, prefetch.check_prefetch_guard, prefetch.check_prefetch_progress),
+    ActionSpec("store_lose", ENV, storage_path.store_lose_params, storage_path.store_lose_guard, storage_path.store_lose),
+    ActionSpec("registry_skew", ENV, storage_path.registry_skew_params, storage_path.registry_skew_guard, storage_path.registry_skew),
+]
+
+ACTION_SPECS = {spec.name: spec for spec in ACTIONS}
+
+
+class Model:
+    """One bounded instance of the specification."""
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.pages = build_pages(cfg.requests)
+        self._fail_sets = self._make_fail_sets()
+        self.caches: dict = {}  # see tiercheck.spec.memo
+
+    # -- the Model interface ------------------------------------------------------------
+
+    def init_states(self) -> List[State]:
+        return [initial_state(self.cfg, self.pages)]
+
+    def actions(self, s: State) -> List[Action]:
+        if s.hung or s.halted:
+            return []  # the TP group is stuck or has stopped itself
+        out = []
+        due = round_due(self, s)
+        for spec in ACTIONS:
+            if due and spec.kind == REPLICATED:
+                continue
+            for a in spec.params(self, s):
+                if spec.guard(self, s, a):
+                    out.append(a)
+        return out
+
+    def next_state(self, s: State, a: Action) -> Optional[State]:
+        """The successor, or None when the action is unknown or not enabled."""
+        spec = ACTION_SPECS.get(a.name)
+        if spec is None or s.hung or s.halted or not spec.guard(self, s, a):
+            return None
+        if spec.kind == REPLICATED and round_due(self, s):
+            return None
+        return spec.effect(self, s, a)
+
+    def constraint(self, s: State) -> bool:
+        """TLC's CONSTRAINT: states outside the bounds are checked but not expanded.
+
+        A correct protocol never leaves them; a bug variant can (a double free creates
+        pages out of nothing, a leaked reference grows forever), and without the bound such
+        a model would have infinitely many states.
+        """
+        cfg = self.cfg
+        for rs in s.ranks:
+            if not (0 <= rs.dev_free <= cfg.device_pages and 0 <= rs.host_free <= cfg.host_pages):
+                return False
+            if sum(rs.relq) + sum(op[3] for op in rs.pq) > cfg.host_pages:
+                return False
+            for n in rs.nodes:
+                if n is not None and (n.lock > cfg.max_lock or n.href > cfg.max_lock):
+                    return False
+        return True
+
+    def successors(self, s: State) -> Iterable:
+        for a in self.actions(s):
+            yield a, ACTION_SPECS[a.name].effect(self, s, a)
+
+    @property
+    def properties(self):
+        return PROPERTIES
+
+    def property(self, name: str):
+        return BY_NAME[name]
+
+    def kind(self, a: Action) -> str:
+        return ACTION_SPECS[a.name].kind
+
+    def action_names(self):
+        return [spec.name for spec in ACTIONS]
+
+    def action_kind(self, name: str) -> str:
+        return ACTION_SPECS[name].kind
+
+    # -- helpers the actions share -------------------------------------------------------
+
+    def fail_sets(self):
+        """Ranks whose host allocation may fail in one step (alloc_asymmetry fault)."""
+        return self._fail_sets
+
+    def _make_fail_sets(self):
+        if not self.cfg.fault("alloc_asymmetry") or self.cfg.ranks < 2:
+            return ((),)
+        ranks = range(self.cfg.ranks)
+        subsets = [c for k in range(1, self.cfg.ranks) for c in combinations(ranks, k)]
+        return ((),) + tuple(subsets)
+
+    # -- names for humans ----------------------------------------------------------------
+
+    def page_name(self, p: int) -> str:
+        return "/".join(str(t) for t in self.pages.paths[p])
+
+    def name(self, end: int) -> str:
+        """A node is named by its last page's token path, e.g. ``1/2/3``."""
+        return self.page_name(end) if end >= 0 else "root"

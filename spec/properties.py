@@ -1,0 +1,407 @@
+"""The properties of domain.md section 4, each by name, each with one definition.
+
+Three shapes, as in TLA+:
+  * state invariants ``inv(m, s) -> str | None`` ([]P): None when it holds, else what broke;
+  * transition properties ``prop(m, s, a, t) -> str | None`` ([][A => P]_vars), for facts
+    only visible at the moment a step happens (a release, an eviction, a sync round);
+  * progress properties, checked on the explored state graph by the checker: their
+    predicates live here, the graph algorithm in tiercheck.models.
+
+The same definitions are evaluated on implementation snapshots (through the refinement
+mapping in tiercheck.conformance) and encoded for z3 (tiercheck.proofs).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple, Optional
+
+from .host_eviction import can_reclaim_duplicate, host_holders
+from .memo import per_model
+from .digest import wire_digest
+from .sync import digest_check_will_fire, tracks_digest
+from .state import (
+    ABSENT,
+    HOST_RESIDENT,
+    LOADING,
+    RESIDENT,
+    WRITING,
+    is_device_leaf,
+    live_nodes,
+    node_len,
+)
+
+
+
+class Property(NamedTuple):
+    name: str
+    kind: str  # "invariant" | "transition" | "progress"
+    number: int  # domain.md section 4 numbering (0: beyond the list)
+    doc: str
+    fn: Callable
+
+
+# --- 1. no ghost --------------------------------------------------------------------------
+
+
+def no_ghost(m, s) -> Optional[str]:
+    return _each_rank(s, lambda r, rs: _ghost(m, rs))
+
+
+@per_model
+def _ghost(m, rs) -> Optional[str]:
+    for e in live_nodes(rs):
+        n = rs.nodes[e]
+        if n.dev != RESIDENT and n.host != HOST_RESIDENT:
+            return f"node {m.name(e)} has no usable copy (device {n.dev}, host {n.host})"
+    return None
+
+
+def _each_rank(s, check) -> Optional[str]:
+    for r, rs in enumerate(s.ranks):
+        msg = check(r, rs)
+        if msg:
+            return f"rank {r}: {msg}"
+    return None
+
+
+# --- 2. no use-after-free -------------------------------------------------------------
+
+
+def no_use_after_free(m, s) -> Optional[str]:
+    return _each_rank(s, lambda r, rs: _dma_targets_held(m, rs, not (m.cfg.single_writer and r > 0)))
+
+
+@per_model
+def _dma_targets_held(m, rs, reads_for_storage: bool) -> Optional[str]:
+    pages = m.pages
+    inflight = (
+        ("D->H", rs.wq[rs.wdone :], (RESIDENT,), (WRITING,)),
+        ("H->D", rs.lq[rs.ldone :], (LOADING,), (HOST_RESIDENT,)),
+    )
+    if reads_for_storage:  # a single-writer follower's backup reads nothing
+        inflight += (("H->L3", rs.sq[len(rs.sdone) :], None, (HOST_RESIDENT,)),)
+    for what, ops, dev_ok, host_ok in inflight:
+        for start, end in ops:
+            for p in pages.chain(start, end):
+                e = rs.owner[p]
+                if e < 0:
+                    return f"{what} copy of page {m.page_name(p)} in flight, page left the tree"
+                n = rs.nodes[e]
+                if n.host not in host_ok or (dev_ok and n.dev not in dev_ok):
+                    return (
+                        f"{what} copy of page {m.page_name(p)} in flight while node "
+                        f"{m.name(e)} has device {n.dev}, host {n.host} (slots freed under DMA)"
+                    )
+    return None
+
+
+# --- 3. slot conservation -------------------------------------------------------------
+
+
+def slot_conservation(m, s) -> Optional[str]:
+    return _each_rank(s, lambda r, rs: _pools_balance(m, rs))
+
+
+@per_model
+def _pools_balance(m, rs) -> Optional[str]:
+    cfg = m.cfg
+    dev_held = sum(node_len(m.pages, rs, e) for e in live_nodes(rs) if rs.nodes[e].dev != ABSENT)
+    if rs.dev_free < 0 or rs.dev_free + dev_held != cfg.device_pages:
+        return f"device free {rs.dev_free} + held {dev_held} != {cfg.device_pages}"
+    host_held = host_holders(m, rs) + sum(op[3] for op in rs.pq) + sum(rs.relq)
+    if rs.host_free < 0 or rs.host_free + host_held != cfg.host_pages:
+        return f"host free {rs.host_free} + held {host_held} != {cfg.host_pages}"
+    return None
+
+
+# --- 4. durable only when acked -----------------------------------------------------------
+
+
+def durable_only_when_acked(m, s, a, t) -> Optional[str]:
+    """A page turns durable only inside the prefix that a storage write really stored."""
+    for r, (rs, rt) in enumerate(zip(s.ranks, t.ranks)):
+        new = rt.durable & ~rs.durable
+        if not new:
+            continue
+        allowed = 0
+        if a.name == "drain_storage_control_queues":
+            nb = min(len(x.sdone) for x in s.ranks)
+            writer = s.ranks[0] if m.cfg.single_writer else rs
+            for i in range(nb):
+                start, end = rs.sq[i]
+                chain = m.pages.chain(start, end)
+                for p in chain[: max(writer.sdone[i].actual, 0)]:
+                    allowed |= 1 << p
+        bad = new & ~allowed
+        if bad:
+            p = (bad & -bad).bit_length() - 1
+            return f"rank {r}: page {m.page_name(p)} marked durable after {a}, but no storage write stored it"
+    return None
+
+
+# --- 5. release safety --------------------------------------------------------------------
+
+
+def release_safety(m, s, a, t) -> Optional[str]:
+    """Every host copy dropped while the node keeps its device copy (a mirror release or a
+    duplicate reclaim) met the guard at that moment."""
+    for r, (rs, rt) in enumerate(zip(s.ranks, t.ranks)):
+        if rs is not rt:
+            why = _release_ok(m, rs, rt)
+            if why:
+                return f"rank {r}: {a} {why}"
+    return None
+
+
+@per_model
+def _release_ok(m, rs, rt) -> Optional[str]:
+    cfg, pages = m.cfg, m.pages
+    dropped = [
+        e
+        for e in live_nodes(rs)
+        if rt.nodes[e] is not None
+        and rs.nodes[e].host == HOST_RESIDENT
+        and rt.nodes[e].host == ABSENT
+        and rt.nodes[e].dev != ABSENT
+    ]
+    for e in dropped:
+        # A step may drop a reference before it releases (the drain processes backup
+        # acks, then commits the plan): judge the node as the release left it.
+        n = rt.nodes[e]
+        why = None
+        if n.href > 0:
+            why = "host-referenced (storage backup or prefetch in flight)"
+        elif n.lbp:
+            why = "load-back pending"
+        elif not cfg.write_back:
+            if n.lock > 0:
+                why = "locked"
+            elif n.dev != RESIDENT:
+                why = "device copy not resident"
+            elif not all(rt.durable >> p & 1 for p in pages.chain(n.start, e)):
+                why = "not every page durable"
+        elif is_device_leaf(pages, rs, e):
+            spared = [
+                d
+                for d in rs.dups
+                if d != e
+                and can_reclaim_duplicate(m, rs, d)
+                and not is_device_leaf(pages, rs, d)
+                and rt.nodes[d] is not None
+                and rt.nodes[d].host == HOST_RESIDENT
+            ]
+            if spared:
+                why = (
+                    "an evictable device leaf (about to be demoted) while "
+                    f"{m.name(spared[0])} was reclaimable"
+                )
+        if why:
+            return f"freed the host copy of node {m.name(e)}: {why}"
+    return None
+
+
+# --- 6. rank agreement -------------------------------------------------------------------
+
+
+def replica(rs):
+    """What TP ranks must hold identically: the tree, its tier states and the pools."""
+    return (rs.owner, rs.nodes, rs.dev_free, rs.host_free, rs.wq, rs.lq, rs.sq, rs.pq, rs.relq, rs.closed)
+
+
+def rank_agreement(m, s) -> Optional[str]:
+    """Replicas are identical in every state, unless the group stopped itself, or the
+    difference is one that the next ready-count round is bound to detect (the
+    duplicate-reclaim digests differ and the digest check is on and sound). Replicated
+    steps run on every replica and per-rank steps touch no replicated field, so a
+    correct protocol never needs more slack than that."""
+    if s.halted or s.hung or len(s.ranks) < 2:
+        return None
+    first = replica(s.ranks[0])
+    for r in range(1, len(s.ranks)):
+        if replica(s.ranks[r]) != first:
+            if digest_check_will_fire(m, s):
+                return None
+            msg = f"rank {r}'s replica differs from rank 0's and no check will notice"
+            if tracks_digest(m.cfg):
+                wire = [wire_digest(m.cfg, rs.digest) for rs in s.ranks]
+                msg += f" (reclaim digests on the wire {wire}, {m.cfg.digest_bits}-bit)"
+            return msg
+    return None
+
+
+# --- 7. counter sanity --------------------------------------------------------------------
+
+
+def counter_sanity(m, s) -> Optional[str]:
+    return _each_rank(s, lambda r, rs: _counters_sane(m, rs))
+
+
+@per_model
+def _counters_sane(m, rs) -> Optional[str]:
+    for e in live_nodes(rs):
+        n = rs.nodes[e]
+        if n.lock < 0 or n.href < 0:
+            return f"node {m.name(e)} has lock_ref {n.lock}, host_ref_counter {n.href}"
+    return None
+
+
+def locked_never_evicted(m, s, a, t) -> Optional[str]:
+    for r, (rs, rt) in enumerate(zip(s.ranks, t.ranks)):
+        if rs is not rt:
+            e = _locked_evicted(m, rs, rt)
+            if e is not None:
+                return f"rank {r}: {a} evicted node {m.name(e)} while lock_ref={rs.nodes[e].lock}"
+    return None
+
+
+@per_model
+def _locked_evicted(m, rs, rt):
+    for e in live_nodes(rs):
+        if rs.nodes[e].lock > 0 and rs.nodes[e].dev == RESIDENT:
+            after = rt.nodes[e]
+            if after is None or after.dev == ABSENT:
+                return e
+    return None
+
+
+# --- beyond the list: the TP group must not hang ---------------------------------------
+
+
+def no_collective_hang(m, s) -> Optional[str]:
+    if s.hung:
+        return f"ranks wait forever in the {s.hung} all-reduce that a peer skipped"
+    return None
+
+
+# --- 9 and 10: progress, checked on the state graph -------------------------------------
+#
+# A progress property names, for each state, the obligations it opens ("this backup
+# waits"), when an obligation is met, and which steps a path that meets it may take. The
+# checker verifies on the explored graph that from every state with an open obligation a
+# path of allowed steps reaches a state that meets it; issue-level fairness (lassos) is
+# in tiercheck.models.liveness.
+
+
+def waiting_backups(m, s):
+    """Nodes whose write-through staging waits for host room (on rank 0's replica)."""
+    cfg = m.cfg
+    if cfg.write_back or not cfg.storage or s.hung or s.halted:
+        return ()
+    rs = s.ranks[0]
+    out = []
+    for e in live_nodes(rs):
+        n = rs.nodes[e]
+        if (
+            n.dev == RESIDENT
+            and n.host == ABSENT
+            and n.hits >= cfg.write_threshold
+            and not all(rs.durable >> p & 1 for p in m.pages.chain(n.start, e))
+            and rs.host_free < node_len(m.pages, rs, e)
+        ):
+            out.append(e)
+    return tuple(out)
+
+
+def stored_everywhere(m, s, pages) -> bool:
+    """Ground truth, not bookkeeping: every writing rank's store holds these pages."""
+    writers = (0,) if m.cfg.single_writer else range(len(s.ranks))
+    return all(all(s.store[r] >> p & 1 for p in pages) for r in writers)
+
+
+def redundant_mirrors(m, s):
+    """Idle host mirrors of device-resident nodes whose pages the store really holds."""
+    rs0 = s.ranks[0]
+    out = []
+    for e in live_nodes(rs0):
+        if all(_idle_mirror(rs, e) for rs in s.ranks) and stored_everywhere(
+            m, s, m.pages.chain(rs0.nodes[e].start, e)
+        ):
+            out.append(e)
+    return out
+
+
+def _idle_mirror(rs, e) -> bool:
+    n = rs.nodes[e]
+    return (
+        n is not None
+        and n.dev == RESIDENT
+        and n.host == HOST_RESIDENT
+        and n.lock == 0
+        and n.href == 0
+        and not n.lbp
+    )
+
+
+def host_channel_obligations(m, s):
+    """9. Host pool as a channel (storage on): a backup that waits for host room while
+    redundant mirrors exist must be admitted without evicting any device copy, since
+    device eviction is not fair to hot nodes (seed 000)."""
+    waiting = waiting_backups(m, s)
+    if waiting and redundant_mirrors(m, s):
+        return waiting
+    return ()
+
+
+def backup_admitted(m, s, e, frees) -> bool:
+    n = s.ranks[0].nodes[e]
+    return n is None or n.host != ABSENT or n.dev == ABSENT
+
+
+def not_device_eviction(kind: str, name: str) -> bool:
+    return name != "evict"
+
+
+def evictable_data(m, s) -> bool:
+    if s.hung or s.halted:
+        return False
+    rs = s.ranks[0]
+    return any(is_device_leaf(m.pages, rs, e) for e in live_nodes(rs))
+
+
+def eviction_obligations(m, s):
+    """10. Eviction progress: with unlocked evictable device data, an evict() step frees a
+    device page, at once or once in-flight work drains (no new requests needed)."""
+    return ("evict",) if evictable_data(m, s) else ()
+
+
+def eviction_frees(m, s, key, frees) -> bool:
+    return frees
+
+
+def background_step(kind: str, name: str) -> bool:
+    """DMA and storage completions, sync rounds and the environment: no new requests."""
+    return kind != "replicated"
+
+
+class Progress(NamedTuple):
+    obligations: Callable  # (model, state) -> keys of open obligations
+    met: Callable  # (model, state, key, frees) -> bool; frees: an evict step frees pages
+    step: Callable  # (action kind, action name) -> may a discharging path take it
+    describe: str  # message template, {key} is the node name
+
+
+PROPERTIES = [
+    Property("no_ghost", "invariant", 1, "every cached node has a usable copy", no_ghost),
+    Property("no_use_after_free", "invariant", 2, "no slot freed under an in-flight DMA", no_use_after_free),
+    Property("slot_conservation", "invariant", 3, "free + owned = capacity per pool, per rank", slot_conservation),
+    Property("durable_only_when_acked", "transition", 4, "a page is durable only if a write stored it", durable_only_when_acked),
+    Property("release_safety", "transition", 5, "mirrors freed only when redundant and idle", release_safety),
+    Property("rank_agreement", "invariant", 6, "replicas agree after every sync round", rank_agreement),
+    Property("counter_sanity", "invariant", 7, "lock_ref and host_ref_counter never negative", counter_sanity),
+    Property("locked_never_evicted", "transition", 7, "locked nodes are never evicted", locked_never_evicted),
+    Property("no_collective_hang", "invariant", 0, "no rank waits in a collective its peers skipped", no_collective_hang),
+    Property(
+        "host_channel", "progress", 9, "a waiting backup is admitted while redundant mirrors exist",
+        Progress(host_channel_obligations, backup_admitted, not_device_eviction,
+                 "the backup of node {key} waits for host room while redundant mirrors exist, "
+                 "and no path without device eviction admits it"),
+    ),
+    Property(
+        "eviction_progress", "progress", 10, "eviction with evictable data frees something",
+        Progress(eviction_obligations, eviction_frees, background_step,
+                 "unlocked evictable device data exists, and no evict() step frees a device "
+                 "page now or after in-flight work drains"),
+    ),
+]
+
+BY_NAME = {p.name: p for p in PROPERTIES}

@@ -1,0 +1,249 @@
+"""Host -> storage: the H->L3 backup finishing per rank, drain_storage_control_queues with
+the mirror-release prepare/commit of seed 000, and the store losing keys."""
+
+from __future__ import annotations
+
+from .action import act
+from .digest import negated_pairs_agree, plan_digest
+from .host_eviction import is_redundant_mirror
+from .state import StorageAck, live_nodes, node_len, nodes_covering
+from .sync import digest_round
+from .tree import free_node_host, update_node
+
+SKIP = -1  # a single-writer (MLA) follower's ack: it wrote nothing and defers to rank 0
+
+
+def _writes(m, rank: int) -> bool:
+    return not m.cfg.single_writer or rank == 0
+
+
+# --- the H->L3 copy finishing on one rank ----------------------------------------------
+
+
+def storage_backup_done_params(m, s):
+    partial = m.cfg.fault("partial_storage")
+    for r, rs in enumerate(s.ranks):
+        i = len(rs.sdone)
+        if i >= len(rs.sq):
+            continue
+        start, end = rs.sq[i]
+        n = len(m.pages.chain(start, end))
+        if partial and _writes(m, r):
+            for k in range(n + 1):
+                yield act("storage_backup_done", rank=r, pages=k)
+        else:
+            yield act("storage_backup_done", rank=r, pages=n)
+
+
+def storage_backup_done_guard(m, s, a):
+    rs = s.ranks[a["rank"]]
+    return len(rs.sdone) < len(rs.sq)
+
+
+def storage_backup_done(m, s, a):
+    """The rank's backup thread finishes its head operation: the first ``pages`` pages
+    reached the store; the ack reports the completed prefix."""
+    r, k = a["rank"], a["pages"]
+    rs = s.ranks[r]
+    start, end = rs.sq[len(rs.sdone)]
+    chain = m.pages.chain(start, end)
+    store = list(s.store)
+    if _writes(m, r):
+        for p in chain[:k]:
+            store[r] |= 1 << p
+        reported = len(chain) if m.cfg.has("failed-batch-acked") else k
+        ack = StorageAck(reported, k)
+    else:
+        ack = StorageAck(SKIP, SKIP)
+    ranks = list(s.ranks)
+    ranks[r] = rs._replace(sdone=rs.sdone + (ack,))
+    return s._replace(ranks=tuple(ranks), store=tuple(store))
+
+
+# --- drain_storage_control_queues --------------------------------------------------------
+
+
+def mirror_release_on(m) -> bool:
+    cfg = m.cfg
+    return (
+        cfg.mirror_release
+        and cfg.storage
+        and not cfg.write_back
+        and not cfg.has("host-starvation")
+    )
+
+
+def deficit(m, rs) -> int:
+    return max(0, m.cfg.host_free_target - rs.host_free)
+
+
+def release_candidates(m, rs):
+    """Derived from state each time, never from a stale list (seed 000)."""
+    return [e for e in live_nodes(rs) if is_redundant_mirror(m, rs, e)]
+
+
+def prepare_plan(m, rs):
+    """Pick candidates in key order until the pool deficit is covered."""
+    want = deficit(m, rs)
+    plan, tokens = [], 0
+    if want == 0 or rs.closed:
+        return ()
+    for e in release_candidates(m, rs):
+        if tokens >= want:
+            break
+        plan.append(e)
+        tokens += node_len(m.pages, rs, e)
+    return tuple(plan)
+
+
+def plan_triple(m, rs):
+    tokens = sum(node_len(m.pages, rs, e) for e in rs.plan if rs.nodes[e] is not None)
+    return (len(rs.plan), tokens, plan_digest(m.cfg, rs.plan))
+
+
+def execute_plan(m, rs, plan):
+    """Release each planned mirror that is still a candidate (re-checked live)."""
+    for e in plan:
+        if is_redundant_mirror(m, rs, e):
+            rs = free_node_host(m, rs, e)
+            rs = update_node(rs, e, rel=True)
+    return rs
+
+
+def _mirror_work_pending(m, s) -> bool:
+    if not mirror_release_on(m):
+        return False
+    for rs in s.ranks:
+        if rs.closed:
+            continue
+        if rs.plan or (deficit(m, rs) > 0 and release_candidates(m, rs)):
+            return True
+    return False
+
+
+def drain_params(m, s):
+    yield act("drain_storage_control_queues")
+
+
+def drain_guard(m, s, a):
+    if min(len(rs.sdone) for rs in s.ranks) > 0:
+        return True
+    if min(len(rs.relq) for rs in s.ranks) > 0:
+        return True
+    return _mirror_work_pending(m, s)
+
+
+def _synced_completed(m, s, i):
+    """Per ack slot i, what each rank takes as completed: its own count, or in
+    single-writer mode the MIN over ranks where followers send the SKIP sentinel (INT_MAX
+    on the wire), i.e. the writer's count."""
+    if not m.cfg.single_writer:
+        return [rs.sdone[i].reported for rs in s.ranks]
+    real = [rs.sdone[i].reported for rs in s.ranks if rs.sdone[i].reported != SKIP]
+    synced = min(real) if real else 0
+    return [synced] * len(s.ranks)
+
+
+def drain_storage_control_queues(m, s, a):
+    cfg = m.cfg
+    s, halt = digest_round(m, s, "drain_storage_control_queues")
+    if halt:
+        return s._replace(halted=halt)
+    nb = min(len(rs.sdone) for rs in s.ranks)
+    nr = min(len(rs.relq) for rs in s.ranks)
+    completed = [_synced_completed(m, s, i) for i in range(nb)]
+    mirror = mirror_release_on(m)
+    ranks = []
+    for r, rs in enumerate(s.ranks):
+        for i in range(nb):
+            start, end = rs.sq[i]
+            # release_host: the ack drops the host reference of the backup.
+            if cfg.has("split-during-backup"):
+                targets = (end,) if rs.nodes[end] is not None else ()
+            else:
+                targets = nodes_covering(m.pages, rs, start, end)
+            for e in targets:
+                rs = update_node(rs, e, href=rs.nodes[e].href - 1)
+            if mirror:
+                chain = m.pages.chain(start, end)
+                done = len(chain) if cfg.has("durable-on-ack") else completed[i][r]
+                for p in chain[: max(done, 0)]:
+                    if rs.owner[p] >= 0:
+                        rs = rs._replace(durable=rs.durable | 1 << p)
+        freed = sum(rs.relq[:nr])
+        rs = rs._replace(
+            sq=rs.sq[nb:], sdone=rs.sdone[nb:], relq=rs.relq[nr:], host_free=rs.host_free + freed
+        )
+        ranks.append(rs)
+    if mirror:
+        ranks = _release_round(m, ranks)
+    return s._replace(ranks=tuple(ranks))
+
+
+def _release_round(m, ranks):
+    """Commit last round's plans if every rank proposed the identical (count, tokens,
+    digest) triple (one MIN all-reduce of negated pairs), then prepare the next plans."""
+    cfg = m.cfg
+    if any(rs.closed for rs in ranks):
+        return ranks
+    if cfg.has("release-no-consensus"):
+        # Mutation before consensus: each rank runs its own fresh plan at once.
+        return [execute_plan(m, rs, prepare_plan(m, rs)) for rs in ranks]
+    if any(rs.plan for rs in ranks):
+        triples = [plan_triple(m, rs) for rs in ranks]
+        agree = all(
+            negated_pairs_agree([t[f] for t in triples], cfg.digest_bits) for f in range(3)
+        )
+        if agree:
+            ranks = [execute_plan(m, rs, rs.plan)._replace(mismatch=0) for rs in ranks]
+        else:
+            mism = ranks[0].mismatch + 1
+            closed = mism >= cfg.fail_close_after
+            ranks = [rs._replace(mismatch=mism, closed=closed, plan=()) for rs in ranks]
+            if closed:
+                return ranks
+    return [rs._replace(plan=prepare_plan(m, rs)) for rs in ranks]
+
+
+# --- the environment ---------------------------------------------------------------------
+
+
+def store_lose_params(m, s):
+    if not m.cfg.fault("store_loss"):
+        return
+    for r, held in enumerate(s.store):
+        for p in range(m.pages.count):
+            if held >> p & 1:
+                yield act("store_lose", rank=r, page=p)
+
+
+def store_lose_guard(m, s, a):
+    return bool(s.store[a["rank"]] >> a["page"] & 1)
+
+
+def store_lose(m, s, a):
+    """The store drops an acked key (lease eviction over the watermark, master restart)."""
+    store = list(s.store)
+    store[a["rank"]] &= ~(1 << a["page"])
+    return s._replace(store=tuple(store))
+
+
+def registry_skew_params(m, s):
+    if not m.cfg.fault("registry_skew"):
+        return
+    for r in range(m.cfg.ranks):
+        yield act("registry_skew", rank=r)
+
+
+def registry_skew_guard(m, s, a):
+    return len(s.ranks[a["rank"]].dups) >= 2
+
+
+def registry_skew(m, s, a):
+    """A rank's registry order drifts from its peers' (e.g. a birth point processed in a
+    different order): its oldest entry moves to the back."""
+    r = a["rank"]
+    rs = s.ranks[r]
+    ranks = list(s.ranks)
+    ranks[r] = rs._replace(dups=rs.dups[1:] + rs.dups[:1])
+    return s._replace(ranks=tuple(ranks))

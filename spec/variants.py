@@ -1,0 +1,156 @@
+"""The catalogue of real bugs (domain.md section 5) as named spec variants.
+
+Each variant changes exactly the guard or effect that the bug changes; the code that does it
+is found by grepping for ``cfg.has("<name>")``. ``expect`` names the property that a model
+exhibiting the bug violates; tests/test_variants.py checks that some shipped model does.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Variant(NamedTuple):
+    name: str
+    source: str
+    symptom: str
+    changes: str  # the one guard/effect the variant changes
+    expect: str  # the property a model exhibiting it violates
+    catalogue: bool = True  # listed in domain.md section 5 (False: found by tiercheck)
+
+
+VARIANTS = {
+    v.name: v
+    for v in [
+        Variant(
+            "host-starvation",
+            "seed 000; SGLang PR #33862",
+            "write-through + storage: host pool fills with pinned mirrors, staging rejected",
+            "drain_storage_control_queues: a backup ack only calls release_host; no mirror "
+            "is ever released (the three code facts of seed 000)",
+            "host_channel",
+        ),
+        Variant(
+            "durable-on-ack",
+            "seed 000 ('an ack is not success')",
+            "a mirror is released although storage does not hold all its pages",
+            "drain_storage_control_queues: marks every page of the ack durable, not the "
+            "completed prefix",
+            "durable_only_when_acked",
+        ),
+        Variant(
+            "release-busy",
+            "seed 000",
+            "the mirror of a locked / host-referenced node is released",
+            "release candidates: lock_ref and host_ref_counter are not checked",
+            "release_safety",
+        ),
+        Variant(
+            "release-no-consensus",
+            "seed 000",
+            "a rank releases its own plan before all ranks agree: replicas diverge",
+            "mirror release: the prepared plan is executed at once, without the "
+            "negated-pair agreement of the next drain round",
+            "rank_agreement",
+        ),
+        Variant(
+            "split-during-backup",
+            "seed 000; SGLang #16946, #27072",
+            "a split while the storage backup is in flight loses the host reference of "
+            "one half: its host slots can be freed under the H->L3 copy",
+            "_split_node: the new half does not inherit host_ref_counter, and the ack "
+            "releases only the node object it was registered with",
+            "no_use_after_free",
+        ),
+        Variant(
+            "reclaim-demote-leaf",
+            "seed 001",
+            "the host copy of an evictable device leaf (about to be demoted) is reclaimed "
+            "while other duplicates were available",
+            "_reclaim_full_host_duplicates: one pass that does not spare evictable leaves",
+            "release_safety",
+        ),
+        Variant(
+            "reclaim-during-loadback",
+            "seed 001; SGLang #27631, #26728, #27424",
+            "host slots are freed while an H->D load-back still reads them",
+            "_can_reclaim_full_host_duplicate: load_back_pending_id is not checked",
+            "no_use_after_free",
+        ),
+        Variant(
+            "split-drops-pending-mark",
+            "seed 001",
+            "a split does not pass load_back_pending_id to the new half, which is then "
+            "reclaimed under the load-back",
+            "_split_node: the new half does not inherit load_back_pending_id",
+            "no_use_after_free",
+        ),
+        Variant(
+            "digest-unchecked",
+            "seed 001",
+            "duplicate-reclaim victims diverge across ranks and nobody notices",
+            "the [digest, -digest] pair rides the MIN all-reduce but min == -max is not "
+            "asserted",
+            "rank_agreement",
+        ),
+        Variant(
+            "early-return-collective",
+            "SGLang #26921, #27489",
+            "writing_check returns early on a rank with nothing finished, skipping the "
+            "all-reduce its peers entered: TP deadlock",
+            "writing_check: the early return tests the local finished count instead of the "
+            "replicated ongoing set",
+            "no_collective_hang",
+        ),
+        Variant(
+            "partial-backup-leak",
+            "SGLang #28429; bytedance-iaas/sglang #748",
+            "write_backup fails on a subset of ranks: lock and host slots leak on the others",
+            "write_backup: host allocation success is not agreed across ranks",
+            "rank_agreement",
+        ),
+        Variant(
+            "prefetch-double-free",
+            "SGLang #13483",
+            "prefetch host slots are released twice",
+            "check_prefetch_progress: the unused tail is freed at once and also queued on "
+            "host_mem_release_queue",
+            "slot_conservation",
+        ),
+        Variant(
+            "failed-batch-acked",
+            "SGLang #39444",
+            "a storage batch fails midway but its ack reports the whole node written",
+            "storage backup completion: the ack reports all pages instead of the completed "
+            "prefix",
+            "durable_only_when_acked",
+        ),
+        Variant(
+            "negated-pair-overflow",
+            "property of the protocol",
+            "-x of the most negative int digest wraps; MIN of negated pairs no longer yields "
+            "the max, so diverged digests pass the agreement check",
+            "digest encoding: digests range over the full signed width instead of "
+            "[0, 2^(w-1) - 1]",
+            "rank_agreement",
+        ),
+        Variant(
+            "orphan-host-subtree",
+            "tiercheck finding in seed 004 (_evict_regular -> _delete_leaf)",
+            "evicting a non-backed device leaf whose children were demoted detaches the "
+            "host-only children: their host slots are never freed",
+            "evict: a non-backed leaf is deleted without pruning its host-only subtree",
+            "slot_conservation",
+            catalogue=False,
+        ),
+    ]
+}
+
+
+def check_names(names) -> frozenset:
+    unknown = sorted(set(names) - set(VARIANTS))
+    if unknown:
+        raise ValueError(
+            f"unknown variant {unknown[0]!r} (known: {', '.join(sorted(VARIANTS))})"
+        )
+    return frozenset(names)

@@ -1,0 +1,216 @@
+"""Device -> host: insert (with _inc_hit_count), write_backup, the D->H DMA, writing_check."""
+
+from __future__ import annotations
+
+from .action import act
+from .memo import per_model
+from .host_eviction import allocate_host
+from .state import (
+    ABSENT,
+    HOST_RESIDENT,
+    Node,
+    RESIDENT,
+    WRITING,
+    all_durable,
+    node_len,
+    nodes_covering,
+)
+from .sync import digest_round, tracks_digest
+from .tree import add_node, register_duplicate, set_node, split_node, update_node
+
+
+# --- insert -------------------------------------------------------------------------
+
+
+def _walk(m, rs, req):
+    """Yield (node end, pages of the request it covers) along the cached part of ``req``,
+    telling the caller where a node must be split: (end, k, split_at or None)."""
+    path = m.pages.request_pages[req]
+    pos = 0
+    while pos < len(path) and rs.owner[path[pos]] >= 0:
+        end = rs.owner[path[pos]]
+        node_pages = m.pages.chain(rs.nodes[end].start, end)
+        k = 0
+        while k < len(node_pages) and pos + k < len(path) and node_pages[k] == path[pos + k]:
+            k += 1
+        yield end, k, (node_pages[k - 1] if k < len(node_pages) else None)
+        pos += k
+
+
+@per_model
+def insert_device_need(m, rs, req) -> int:
+    """Device pages insert(req) allocates: un-evicted nodes plus the new leaf."""
+    need = 0
+    covered = 0
+    for end, k, _split in _walk(m, rs, req):
+        if rs.nodes[end].dev == ABSENT:
+            need += k
+        covered += k
+    return need + len(m.pages.request_pages[req]) - covered
+
+
+def _hit(m, rs, end, to_write):
+    """_inc_hit_count: write-through stages a node to host on its threshold-th hit."""
+    cfg = m.cfg
+    if cfg.write_back:
+        return rs
+    n = rs.nodes[end]
+    hits = min(n.hits + 1, cfg.write_threshold)
+    rs = set_node(rs, end, n._replace(hits=hits))
+    # Anti-churn (seed 000): a fully durable node is not staged again.
+    churn_guard = cfg.mirror_release and all_durable(m.pages, rs, end)
+    if n.host == ABSENT and hits >= cfg.write_threshold and not churn_guard:
+        to_write.append(end)
+    return rs
+
+
+@per_model
+def insert_on_rank(m, rs, req):
+    """insert(): walk, split at the divergence point, un-evict, add the new leaf.
+
+    Returns the rank state and the nodes that _inc_hit_count wants written to host.
+    """
+    path = m.pages.request_pages[req]
+    to_write = []
+    pos = 0
+    for end, k, split_at in list(_walk(m, rs, req)):
+        if split_at is not None:
+            rs = split_node(m, rs, end, split_at)
+            end = split_at
+        n = rs.nodes[end]
+        if n.dev == ABSENT:
+            # The node is evicted: take the new device copy (KV recomputation), a
+            # duplicate birth point when its host copy is resident.
+            rs = set_node(rs, end, n._replace(dev=RESIDENT))
+            rs = rs._replace(dev_free=rs.dev_free - k)
+            rs = register_duplicate(m, rs, end)
+        else:
+            rs = _hit(m, rs, end, to_write)
+        pos += k
+    if pos < len(path):
+        start, end = path[pos], path[-1]
+        rs = add_node(m.pages, rs, start, end, Node(start=start))
+        rs = rs._replace(dev_free=rs.dev_free - (len(path) - pos))
+        rs = _hit(m, rs, end, to_write)
+    return rs, tuple(to_write)
+
+
+def write_backup(m, ranks, per_rank_nodes, failing=frozenset()):
+    """write_backup for each node that some rank wants staged (same order on all ranks).
+
+    Allocation is agreed across ranks (see allocate_host); where it fails the write is
+    rejected (hicache_write_rejected_tokens_total{reason="host_alloc_failed"}).
+    """
+    ranks = list(ranks)
+    agree = not m.cfg.has("partial-backup-leak")
+    for i in range(max(len(x) for x in per_rank_nodes)):
+        wanted = [x[i] if i < len(x) else None for x in per_rank_nodes]
+        end = next(e for e in wanted if e is not None)
+        need = node_len(m.pages, ranks[wanted.index(end)], end)
+        if agree and any(e != end for e in wanted):
+            oks = [False] * len(ranks)  # replicas disagree on what to stage: nobody does
+        else:
+            ranks, oks = allocate_host(m, ranks, need, failing, agree)
+        for r, rs in enumerate(ranks):
+            if not oks[r] or wanted[r] is None:
+                continue
+            n = rs.nodes[end]
+            rs = rs._replace(host_free=rs.host_free - need, wq=rs.wq + ((n.start, end),))
+            ranks[r] = set_node(rs, end, n._replace(host=WRITING, lock=n.lock + 1))
+    return tuple(ranks)
+
+
+def insert_params(m, s):
+    fails = m.fail_sets()
+    for req in range(len(m.pages.request_pages)):
+        for fail in fails:
+            yield act("insert", req=req, fail=fail) if fail else act("insert", req=req)
+
+
+def insert_guard(m, s, a):
+    return all(insert_device_need(m, rs, a["req"]) <= rs.dev_free for rs in s.ranks)
+
+
+def insert(m, s, a):
+    results = [insert_on_rank(m, rs, a["req"]) for rs in s.ranks]
+    ranks = tuple(rs for rs, _ in results)
+    wanted = [w for _, w in results]
+    if any(wanted):
+        ranks = write_backup(m, ranks, wanted, frozenset(a.get("fail", ())))
+    return s._replace(ranks=ranks)
+
+
+# --- the D->H copy finishing on one rank ----------------------------------------------
+
+
+def write_dma_done_params(m, s):
+    for r in range(m.cfg.ranks):
+        yield act("write_dma_done", rank=r)
+
+
+def write_dma_done_guard(m, s, a):
+    rs = s.ranks[a["rank"]]
+    return rs.wdone < len(rs.wq)
+
+
+def write_dma_done(m, s, a):
+    r = a["rank"]
+    rs = s.ranks[r]
+    return _with_rank(s, r, rs._replace(wdone=rs.wdone + 1))
+
+
+# --- writing_check ----------------------------------------------------------------------
+
+
+def writing_check_params(m, s):
+    yield act("writing_check")
+
+
+def writing_check_guard(m, s, a):
+    if tracks_digest(m.cfg) and any(rs.digest for rs in s.ranks):
+        return True  # the fused ready-count round runs every iteration, carrying the digest
+    if not any(rs.wq for rs in s.ranks):
+        return False  # ongoing_write_through is empty everywhere: the round is skipped
+    if m.cfg.has("early-return-collective"):
+        return any(rs.wdone > 0 for rs in s.ranks)
+    return min(rs.wdone for rs in s.ranks) > 0
+
+
+def writing_check(m, s, a):
+    cfg = m.cfg
+    if cfg.has("early-return-collective") and any(rs.wdone == 0 for rs in s.ranks) and any(rs.wq for rs in s.ranks):
+        # Ranks with nothing finished returned before the all-reduce; the others wait in
+        # it forever.
+        return s._replace(hung="writing_check")
+    s, halt = digest_round(m, s, "writing_check")
+    if halt:
+        return s._replace(halted=halt)
+    n = min(rs.wdone for rs in s.ranks)
+    return s._replace(ranks=tuple(commit_writes(m, rs, n) for rs in s.ranks))
+
+
+@per_model
+def commit_writes(m, rs, n):
+    """Commit the first ``n`` D->H copies: host resident, write lock dropped, storage
+    backup started (write_backup_storage: protect_host + H->L3 op)."""
+    cfg = m.cfg
+    for start, end in rs.wq[:n]:
+        for e in nodes_covering(m.pages, rs, start, end):
+            node = rs.nodes[e]
+            rs = update_node(
+                rs,
+                e,
+                host=HOST_RESIDENT,
+                lock=node.lock - (0 if cfg.write_back else 1),
+                href=node.href + (1 if cfg.storage else 0),
+            )
+            rs = register_duplicate(m, rs, e)
+        if cfg.storage:
+            rs = rs._replace(sq=rs.sq + ((start, end),))
+    return rs._replace(wq=rs.wq[n:], wdone=rs.wdone - n)
+
+
+def _with_rank(s, r, rs):
+    ranks = list(s.ranks)
+    ranks[r] = rs
+    return s._replace(ranks=tuple(ranks))

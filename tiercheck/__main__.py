@@ -1,0 +1,5 @@
+import sys
+
+from tiercheck.cli import main
+
+sys.exit(main())

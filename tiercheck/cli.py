@@ -1,0 +1,55 @@
+"""The `tiercheck` console script: one parser, one module per subcommand.
+
+Each module in tiercheck/commands/ exposes ``NAME``, ``HELP``, ``add_arguments(parser)``
+and ``run(args) -> int``. Adding a subcommand means adding a module and listing it in
+COMMANDS; nothing else here changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tiercheck.errors import UserError
+
+COMMANDS = [
+    "check",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tiercheck",
+        description="Model-check, prove and conformance-test HiCache tier reclaim.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f"tiercheck.commands.{name}")
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except UserError as exc:
+        print(f"tiercheck: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tiercheck: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # output piped into head & co.
+        sys.stderr.close()
+        return 141
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
