@@ -3,8 +3,8 @@
 A request is a path of pages from the root of the radix tree. A page is identified by its
 whole path prefix (that is what HiCache's chained page hash is), so two requests that share
 a prefix share those pages, and a node is a run of consecutive pages on one path. Pages are
-numbered 0..N-1 in first-seen order; ``parent[p]`` is the page before ``p`` on its path
-(-1 for a page that hangs off the root).
+numbered 0..N-1 in lexicographic order of their token paths; ``parent[p]`` is the page
+before ``p`` on its path (-1 for a page that hangs off the root).
 """
 
 from __future__ import annotations
@@ -104,29 +104,26 @@ class Pages:
 
 
 def build_pages(requests: Tuple[Tuple[int, ...], ...]) -> Pages:
-    paths: list = []
-    index: dict = {}
-    parent: list = []
-    request_pages = []
-    for req in requests:
-        ids = []
-        for i in range(1, len(req) + 1):
-            path = tuple(req[:i])
-            if path not in index:
-                index[path] = len(paths)
-                paths.append(path)
-                parent.append(index[path[:-1]] if i > 1 else -1)
-            ids.append(index[path])
-        request_pages.append(tuple(ids))
-    children = [[] for _ in paths]
+    """Number pages in lexicographic order of their token paths.
+
+    The order is part of the spec: host-side victims are taken in page-id order (standing
+    for LRU), and an implementation reproduces it from token paths alone.
+    """
+    all_paths = sorted({tuple(req[:i]) for req in requests for i in range(1, len(req) + 1)})
+    index = {path: i for i, path in enumerate(all_paths)}
+    parent = tuple(index[path[:-1]] if len(path) > 1 else -1 for path in all_paths)
+    request_pages = tuple(
+        tuple(index[tuple(req[:i])] for i in range(1, len(req) + 1)) for req in requests
+    )
+    children = [[] for _ in all_paths]
     for p, q in enumerate(parent):
         if q >= 0:
             children[q].append(p)
     return Pages(
-        paths=tuple(paths),
-        parent=tuple(parent),
+        paths=tuple(all_paths),
+        parent=parent,
         children=tuple(tuple(c) for c in children),
         roots=tuple(p for p, q in enumerate(parent) if q < 0),
-        request_pages=tuple(request_pages),
+        request_pages=request_pages,
         index=index,
     )

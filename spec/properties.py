@@ -185,10 +185,9 @@ def _release_ok(m, rs, rt) -> Optional[str]:
                 d
                 for d in rs.dups
                 if d != e
-                and can_reclaim_duplicate(m, rs, d)
-                and not is_device_leaf(pages, rs, d)
                 and rt.nodes[d] is not None
-                and rt.nodes[d].host == HOST_RESIDENT
+                and can_reclaim_duplicate(m, rt, d)  # still reclaimable once the step is over
+                and not is_device_leaf(pages, rs, d)
             ]
             if spared:
                 why = (

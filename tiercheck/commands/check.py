@@ -63,7 +63,7 @@ def run(args) -> int:
         verdict = res.verdicts[name]
         note = ""
         if verdict == "violated" and mf.expect_violation == name:
-            note = "  (expected: this model exhibits a bug variant)"
+            note = "  (expected: the model file says this model exhibits it)"
         print(f"  {name:<{width}}  {verdict}{note}", file=out)
     if not res.violations:
         return 0
