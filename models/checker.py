@@ -1,28 +1,37 @@
-"""Exhaustive breadth-first model checking of a spec Model.
+"""Exhaustive model checking of a spec Model: the one entry point the commands use.
 
-Breadth-first order makes every counterexample a shortest one. Invariants are evaluated on
-each distinct state, transition properties on each step, progress properties on the whole
-explored graph once exploration is complete (they need every successor).
+Breadth-first search over packed states (tiercheck.models.search), optionally in worker
+processes (tiercheck.models.parallel) and over orbit representatives
+(tiercheck.models.symmetry). Invariants are checked on each distinct state, transition
+properties on each step; once the search is complete, progress properties (possibility,
+tiercheck.models.progress) and liveness under weak fairness (tiercheck.models.liveness,
+lasso counterexamples) on the explored graph. Every counterexample is rebuilt by
+re-executing the spec (tiercheck.models.replay), so what is reported is a real run.
 """
 
 from __future__ import annotations
 
-import time
-from array import array
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
+from tiercheck.errors import UserError
+from tiercheck.models import liveness, progress, replay
+from tiercheck.models.codec import Codec
+from tiercheck.models.expand import Expander
+from tiercheck.models.search import Search
+from tiercheck.spec.properties import BY_NAME
+
+UNCHECKED_SYMMETRY = "not checked (symmetry)"
 
 
 @dataclass
 class Violation:
     prop: str
     message: str
-    path: List[int]  # state indices from an initial state to the last state of the trace
-    actions: list  # actions between consecutive states of ``path``
-    final_action: object = None  # the offending step of a transition property
-    final_state: object = None
+    states: list  # concrete states, initial state first
+    actions: list  # one fewer than states
+    loop_start: Optional[int] = None  # lassos: index into states where the cycle starts
+    kind: str = ""
 
 
 @dataclass
@@ -33,9 +42,22 @@ class Result:
     seconds: float = 0.0
     complete: bool = True
     stop_reason: str = ""
-    verdicts: Dict[str, str] = field(default_factory=dict)  # name -> holds|violated|unknown
-    violations: Dict[str, Violation] = field(default_factory=dict)
+    verdicts: Dict[str, str] = field(default_factory=dict)  # holds|violated|unknown|...
+    violations: Dict[str, List[Violation]] = field(default_factory=dict)
     coverage: Dict[str, List[int]] = field(default_factory=dict)  # action -> [enabled, taken]
+    notes: List[str] = field(default_factory=list)
+    symmetry: Optional[dict] = None  # group size, represented states, reduction factor
+    workers: int = 1
+
+
+def resolve_property(name: str):
+    """A spec property or a liveness property by name (UserError when unknown)."""
+    if name in BY_NAME:
+        return BY_NAME[name]
+    if name in liveness.BY_NAME:
+        return liveness.BY_NAME[name]
+    known = list(BY_NAME) + list(liveness.BY_NAME)
+    raise UserError(f"unknown property {name!r} (known: {', '.join(known)})")
 
 
 class Checker:
@@ -46,181 +68,137 @@ class Checker:
         max_states: Optional[int] = None,
         time_limit: Optional[float] = None,
         on_progress: Optional[Callable] = None,
+        symmetry: bool = False,
+        workers: int = 1,
+        max_violations: int = 1,
+        keep_graph: bool = False,
     ):
         self.model = model
-        self.props = [model.property(n) for n in properties]
+        self.props = [resolve_property(n) for n in properties]
         self.max_states = max_states
         self.time_limit = time_limit
         self.on_progress = on_progress
-        self.states: list = []
-        self.parent = array("q")
-        self.via: list = []
-        self.depth_of = array("i")
+        self.want_symmetry = symmetry
+        self.workers = max(1, int(workers))
+        self.max_violations = max(1, int(max_violations))
+        self.keep_graph = keep_graph
+        self.search: Optional[Search] = None
+        self.sym = None
 
-    # -- exploration ------------------------------------------------------------------
+    # ------------------------------------------------------------------------------
 
     def run(self) -> Result:
         m = self.model
-        res = Result()
-        invariants = [p for p in self.props if p.kind == "invariant"]
-        transitions = [p for p in self.props if p.kind == "transition"]
-        progress = [p for p in self.props if p.kind == "progress"]
-        need_graph = bool(progress)
-        index: Dict = {}
-        queue: deque = deque()
-        for s in m.init_states():
-            if s not in index:
-                index[s] = self._add(s, -1, None, 0)
-                queue.append(index[s])
-        # The explored graph, kept only when progress properties need it.
-        self.src, self.dst, self.kind = array("i"), array("i"), bytearray()
-        self.frees = bytearray()  # per state: some evict() successor frees a device page
-        action_ids = {name: k for k, name in enumerate(m.action_names())}
-        open_props = {p.name for p in self.props}
-        t0 = time.monotonic()
-        last_report = t0
-        while queue:
-            i = queue.popleft()
-            s = self.states[i]
-            for p in invariants:
-                if p.name in open_props:
-                    msg = p.fn(m, s)
-                    if msg:
-                        res.violations[p.name] = self._violation(p.name, msg, i)
-                        open_props.discard(p.name)
-            frees = 0
-            if not m.constraint(s):
-                if need_graph:
-                    self.frees.append(0)
-                continue
-            for a, t in m.successors(s):
-                cov = res.coverage.setdefault(a.name, [0, 0])
-                cov[0] += 1
-                res.transitions += 1
-                if t == s:
-                    continue  # stuttering step
-                cov[1] += 1
-                for p in transitions:
-                    if p.name in open_props:
-                        msg = p.fn(m, s, a, t)
-                        if msg:
-                            res.violations[p.name] = self._violation(p.name, msg, i, a, t)
-                            open_props.discard(p.name)
-                j = index.get(t)
-                if j is None:
-                    j = index[t] = self._add(t, i, a, self.depth_of[i] + 1)
-                    queue.append(j)
-                if need_graph:
-                    if a.name == "evict" and t.ranks[0].dev_free > s.ranks[0].dev_free:
-                        frees = 1
-                    self.src.append(i)
-                    self.dst.append(j)
-                    self.kind.append(action_ids[a.name])
-            if need_graph:
-                self.frees.append(frees)
-            if not open_props:
-                res.stop_reason = "every property already violated"
-                res.complete = False
-                break
-            if self.max_states and len(self.states) >= self.max_states:
-                res.complete, res.stop_reason = False, f"--max-states {self.max_states} reached"
-                break
-            now = time.monotonic()
-            if self.time_limit and now - t0 > self.time_limit:
-                res.complete, res.stop_reason = False, f"--time-limit {self.time_limit:g}s reached"
-                break
-            if self.on_progress and now - last_report >= 2.0:
-                last_report = now
-                self.on_progress(len(self.states), res.transitions, len(queue), self.depth_of[i], now - t0)
-        res.distinct = len(self.states)
-        res.depth = max(self.depth_of) if len(self.depth_of) else 0
-        if queue:
-            res.complete = False
+        res = Result(workers=self.workers)
+        safety = [p for p in self.props if p.kind in ("invariant", "transition")]
+        graph_props = [p for p in self.props if p.kind in ("progress", "liveness")]
+        if self.want_symmetry:
+            from tiercheck.models import symmetry
+
+            self.sym, why = symmetry.for_model(m)
+            if self.sym is None:
+                res.notes.append(f"symmetry off: {why}")
+            elif graph_props:
+                res.notes.append(
+                    "symmetry on: progress and liveness properties are not checked on the "
+                    "reduced graph (their obligations name nodes and rank 0, which the "
+                    "reduction permutes); rerun without --symmetry to check them"
+                )
+        codec = Codec(m)
+        self.codec = codec
+        canon = self.sym.canonical if self.sym is not None else None
+        checked_graph = graph_props if self.sym is None else []
+        need_graph = bool(checked_graph) or self.keep_graph
+        search_props = safety + ([] if self.sym is None else [])
+        expander = Expander(m, search_props, codec.decode, codec.encode, canon)
+        pool = None
+        if self.workers > 1:
+            from tiercheck.models.parallel import Pool
+
+            pool = Pool(m, search_props, codec, self.workers, symmetric=self.sym is not None)
+        open_names = [p.name for p in search_props] or ["(search)"]
+        search = Search(
+            m,
+            [p for p in search_props] if search_props else [_Sentinel()],
+            codec,
+            expander,
+            need_graph=need_graph,
+            max_states=self.max_states,
+            time_limit=self.time_limit,
+            on_progress=self.on_progress,
+            max_hits=self.max_violations,
+            pool=pool,
+        )
+        del open_names
+        self.search = search
+        try:
+            if canon is not None:
+                search_init_canonical(search, m, codec, canon)
+            stats = search.run()
+        finally:
+            if pool is not None:
+                pool.close()
+        res.distinct, res.transitions, res.depth = stats.distinct, stats.transitions, stats.depth
+        res.complete, res.stop_reason, res.coverage = stats.complete, stats.stop_reason, stats.coverage
+        res.seconds = stats.seconds
+        if self.sym is not None:
+            res.symmetry = self.sym.report(search)
+        canon_key = (lambda s: codec.encode(canon(s))) if canon is not None else None
+        # Counterexamples of safety properties, rebuilt by re-execution.
+        for p in safety:
+            for hit in search.hits.get(p.name, []):
+                states, actions = replay.rebuild(m, search, hit.index, canon_key)
+                message = hit.message
+                if hit.pos is not None:
+                    a, t = replay.final_step(m, states[-1], hit.pos, hit.succ_key, p, canon_key)
+                    message = p.fn(m, states[-1], a, t) or message
+                    states, actions = states + [t], actions + [a]
+                elif canon_key is not None:
+                    message = p.fn(m, states[-1]) or message
+                res.violations.setdefault(p.name, []).append(
+                    Violation(p.name, message, states, actions, kind=p.kind)
+                )
         if res.complete:
-            for p in progress:
-                if p.name in open_props:
-                    v = self._progress(p)
-                    if v:
-                        res.violations[p.name] = v
+            for p in checked_graph:
+                found = self._graph_property(p)
+                if found:
+                    res.violations[p.name] = found
         for p in self.props:
             if p.name in res.violations:
                 res.verdicts[p.name] = "violated"
-            elif p.kind == "progress" and not res.complete:
-                res.verdicts[p.name] = "unknown"
+            elif p.kind in ("progress", "liveness"):
+                if self.sym is not None:
+                    res.verdicts[p.name] = UNCHECKED_SYMMETRY
+                else:
+                    res.verdicts[p.name] = "holds" if res.complete else "unknown"
             else:
                 res.verdicts[p.name] = "holds" if res.complete else "holds so far"
-        res.seconds = time.monotonic() - t0
         return res
 
-    def _add(self, s, parent: int, action, depth: int) -> int:
-        self.states.append(s)
-        self.parent.append(parent)
-        self.via.append(action)
-        self.depth_of.append(depth)
-        return len(self.states) - 1
+    def _graph_property(self, p) -> List[Violation]:
+        m, search = self.model, self.search
+        out = []
+        if p.kind == "progress":
+            for i, key in progress.check(m, search, p, self.max_violations):
+                states, actions = replay.rebuild(m, search, i)
+                name = m.name(key) if isinstance(key, int) else key
+                out.append(Violation(p.name, p.fn.describe.format(key=name), states, actions, kind="progress"))
+            return out
+        for lasso in liveness.check(m, search, p, self.max_violations):
+            out.append(
+                Violation(p.name, lasso.message, lasso.states, lasso.actions, lasso.loop_start, kind="liveness")
+            )
+        return out
 
-    # -- counterexamples ----------------------------------------------------------------
 
-    def path_to(self, i: int):
-        path, actions = [], []
-        while i >= 0:
-            path.append(i)
-            if self.via[i] is not None:
-                actions.append(self.via[i])
-            i = self.parent[i]
-        path.reverse()
-        actions.reverse()
-        return path, actions
+class _Sentinel:
+    """Keeps the search running when only graph properties are asked for."""
 
-    def _violation(self, prop, msg, i, action=None, t=None) -> Violation:
-        path, actions = self.path_to(i)
-        return Violation(prop, msg, path, actions, action, t)
+    name = "(search)"
+    kind = "none"
 
-    # -- progress on the graph ----------------------------------------------------------
 
-    def _progress(self, prop) -> Optional[Violation]:
-        """From every state with an open obligation, a path of allowed steps must reach a
-        state that meets it; report the shallowest state from which none does."""
-        m, spec = self.model, prop.fn
-        n = len(self.states)
-        allowed = bytes(
-            1 if spec.step(m.action_kind(name), name) else 0 for name in m.action_names()
-        )
-        # Reverse adjacency (CSR) of the allowed edges.
-        start = array("i", [0]) * (n + 1)
-        for j, k in zip(self.dst, self.kind):
-            if allowed[k]:
-                start[j + 1] += 1
-        for v in range(n):
-            start[v + 1] += start[v]
-        rev = array("i", [0]) * start[n]
-        fill = array("i", start)
-        for i, j, k in zip(self.src, self.dst, self.kind):
-            if allowed[k]:
-                rev[fill[j]] = i
-                fill[j] += 1
-        pending: Dict = {}
-        for i, s in enumerate(self.states):
-            for key in spec.obligations(m, s):
-                pending.setdefault(key, []).append(i)
-        best = None
-        for key, holders in pending.items():
-            good = bytearray(n)
-            stack = [i for i, s in enumerate(self.states) if spec.met(m, s, key, self.frees[i])]
-            for i in stack:
-                good[i] = 1
-            while stack:
-                j = stack.pop()
-                for r in range(start[j], start[j + 1]):
-                    i = rev[r]
-                    if not good[i]:
-                        good[i] = 1
-                        stack.append(i)
-            for i in holders:
-                if not good[i] and (best is None or self.depth_of[i] < self.depth_of[best[0]]):
-                    best = (i, key)
-        if best is None:
-            return None
-        i, key = best
-        name = m.name(key) if isinstance(key, int) else key
-        return self._violation(prop.name, spec.describe.format(key=name), i)
+def search_init_canonical(search, m, codec, canon) -> None:
+    """Under symmetry the search starts from the orbit representatives of the initial
+    states (the Search adds initial states itself when none are given)."""
+    search.init_keys = [codec.encode(canon(s)) for s in m.init_states()]

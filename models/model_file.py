@@ -52,7 +52,7 @@ _BOOL_KEYS = ("storage", "prefetch", "mirror_release", "duplicate_reclaim", "sin
 _MODEL_KEYS = set(_INT_KEYS) | set(_BOOL_KEYS) | {
     "name", "description", "requests", "policy", "faults", "variants",
 }
-_CHECK_KEYS = {"properties", "expect_violation", "symmetry", "max_states"}
+_CHECK_KEYS = {"properties", "expect_violation", "symmetry", "max_states", "slow"}
 
 
 @dataclass
@@ -65,6 +65,7 @@ class ModelFile:
     expect_violation: Optional[str] = None
     symmetry: bool = False
     max_states: Optional[int] = None
+    slow: bool = False  # left out of `tiercheck suite` and the default tests unless asked
     raw: dict = field(default_factory=dict, repr=False)
 
 
@@ -169,6 +170,9 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
     sym = check.get("symmetry", False)
     if not isinstance(sym, bool):
         raise err("check.symmetry", "must be true or false")
+    slow = check.get("slow", False)
+    if not isinstance(slow, bool):
+        raise err("check.slow", "must be true or false")
     max_states = check.get("max_states")
     if max_states is not None and (not isinstance(max_states, int) or max_states < 1):
         raise err("check.max_states", "must be a positive integer")
@@ -184,6 +188,7 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
         expect_violation=expect,
         symmetry=sym,
         max_states=max_states,
+        slow=slow,
         raw=raw,
     )
 

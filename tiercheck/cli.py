@@ -15,6 +15,7 @@ from tiercheck.errors import UserError
 
 COMMANDS = [
     "check",
+    "suite",
 ]
 
 

@@ -1,0 +1,219 @@
+"""R ranks behind one driver-facing API; each method performs exactly one protocol step.
+
+Kinds (as in the specification): *replicated* steps run on every rank (the scheduler
+issues them everywhere), *sync* steps are collective rounds, *local* steps are one rank's
+own timing (a copy or storage op finishing there), *env* steps are the outside world.
+LockstepHiCache runs the ranks as threads of this process meeting at lock-step
+collectives; GlooHiCache (impl/hicache/gloo.py) runs them as real gloo processes. Both
+answer the same calls with the same results.
+"""
+
+from __future__ import annotations
+
+from tiercheck.impl.lockstep import LockstepGroup
+
+from .config import HiCacheConfig
+from .rank import HiCacheRank
+from .storage_setup import backend_for
+
+REPLICATED, SYNC, LOCAL, ENV = "replicated", "sync", "local", "env"
+
+# Driver-facing step -> (kind, rank method). The specification's action names.
+ACTIONS = {
+    "insert": (REPLICATED, "insert"),
+    "write_dma_done": (LOCAL, "write_dma_done"),
+    "writing_check": (SYNC, "writing_check"),
+    "evict": (REPLICATED, "evict_node"),
+    "load_back": (REPLICATED, "load_back"),
+    "load_dma_done": (LOCAL, "load_dma_done"),
+    "loading_check": (SYNC, "loading_check"),
+    "storage_backup_done": (LOCAL, "storage_backup_done"),
+    "drain_storage_control_queues": (SYNC, "drain_storage_control_queues"),
+    "prefetch_from_storage": (REPLICATED, "prefetch_from_storage"),
+    "prefetch_io": (LOCAL, "prefetch_io"),
+    "check_prefetch_progress": (SYNC, "check_prefetch_progress"),
+    "store_lose": (ENV, "store_lose"),
+    "registry_skew": (ENV, "registry_skew"),
+}
+
+# Rank methods a group may call (the gloo command loop refuses anything else).
+CALLABLE = frozenset(
+    {m for _, m in ACTIONS.values()}
+    | {"evict", "match_prefix", "check_events", "snapshot", "verify", "metrics_dict",
+       "storage_fault", "insert_need"}
+)
+
+
+def run_on_rank(rank: HiCacheRank, method: str, args=(), kwargs=None, fail: bool = False):
+    """One step on one rank; ``fail``: its host allocations fail during the step."""
+    if method not in CALLABLE:
+        raise ValueError(f"not a HiCache step: {method!r}")
+    rank.set_host_alloc_fault(fail)
+    try:
+        return getattr(rank, method)(*args, **(kwargs or {}))
+    finally:
+        rank.set_host_alloc_fault(False)
+
+
+class HiCacheGroup:
+    """The driver API. Subclasses provide _replicated (every rank, collectives bound) and
+    _local (one rank, no collective)."""
+
+    cfg: HiCacheConfig
+    world_size: int
+
+    # -- replicated and sync steps ------------------------------------------------------------
+
+    def insert(self, tokens, fail_ranks=()):
+        """insert(req): returns per rank the device pages the insert allocated."""
+        return self._replicated("insert", (list(tokens),), fail_ranks=fail_ranks)
+
+    def writing_check(self):
+        return self._replicated("writing_check")
+
+    def evict_node(self, path, fail_ranks=()):
+        """The spec's evict(node): evict the leaf whose last page ends at token ``path``."""
+        return self._replicated("evict_node", (tuple(path),), fail_ranks=fail_ranks)
+
+    def evict(self, num_tokens: int):
+        """Production eviction: free ``num_tokens`` by victim order (LRU)."""
+        return self._replicated("evict", (num_tokens,))
+
+    def load_back(self, path):
+        return self._replicated("load_back", (tuple(path),))
+
+    def loading_check(self):
+        return self._replicated("loading_check")
+
+    def drain_storage_control_queues(self):
+        return self._replicated("drain_storage_control_queues")
+
+    def prefetch_from_storage(self, tokens, fail_ranks=()):
+        """Returns per rank the prefetch's index in the queue, or None if not started."""
+        return self._replicated("prefetch_from_storage", (list(tokens),), fail_ranks=fail_ranks)
+
+    def check_prefetch_progress(self, op: int):
+        return self._replicated("check_prefetch_progress", (op,))
+
+    def match_prefix(self, tokens):
+        return self._replicated("match_prefix", (list(tokens),))
+
+    def check_events(self):
+        """One scheduler iteration's rounds: writing_check, loading_check, storage drain."""
+        return self._replicated("check_events")
+
+    # -- local steps (one rank's timing) and the environment -------------------------------
+
+    def write_dma_done(self, rank: int):
+        return self._local(rank, "write_dma_done")
+
+    def load_dma_done(self, rank: int):
+        return self._local(rank, "load_dma_done")
+
+    def storage_backup_done(self, rank: int, pages: int | None = None):
+        return self._local(rank, "storage_backup_done", (pages,))
+
+    def prefetch_io(self, rank: int, op: int):
+        return self._local(rank, "prefetch_io", (op,))
+
+    def store_lose(self, rank: int, path):
+        return self._local(rank, "store_lose", (tuple(path),))
+
+    def registry_skew(self, rank: int):
+        return self._local(rank, "registry_skew")
+
+    def storage_fault(self, rank: int, method: str, *args, **kwargs):
+        return self._local(rank, "storage_fault", (method,) + args, kwargs)
+
+    # -- generic dispatch (for drivers that hold actions as data) ---------------------------
+
+    def apply(self, name: str, **params):
+        """One step by its specification name, with implementation-level parameters:
+        insert/prefetch_from_storage(tokens, fail=ranks), evict/load_back(node=path),
+        *_done(rank[, pages]), prefetch_io(rank, op), check_prefetch_progress(op),
+        store_lose(rank, page=path), registry_skew(rank)."""
+        if name not in ACTIONS:
+            raise ValueError(f"unknown step {name!r} (known: {', '.join(ACTIONS)})")
+        fail = tuple(params.get("fail", ()))
+        if name == "insert":
+            return self.insert(params["tokens"], fail)
+        if name == "prefetch_from_storage":
+            return self.prefetch_from_storage(params["tokens"], fail)
+        if name == "evict":
+            return self.evict_node(params["node"], fail)
+        if name == "load_back":
+            return self.load_back(params["node"])
+        if name in ("writing_check", "loading_check", "drain_storage_control_queues"):
+            return getattr(self, name)()
+        if name == "check_prefetch_progress":
+            return self.check_prefetch_progress(params["op"])
+        if name == "storage_backup_done":
+            return self.storage_backup_done(params["rank"], params.get("pages"))
+        if name == "prefetch_io":
+            return self.prefetch_io(params["rank"], params["op"])
+        if name == "store_lose":
+            return self.store_lose(params["rank"], params["page"])
+        return getattr(self, name)(params["rank"])
+
+    # -- observation ----------------------------------------------------------------------
+
+    def snapshot(self, store: bool = True) -> list[dict]:
+        return [self._local(r, "snapshot", (store,)) for r in range(self.world_size)]
+
+    def verify(self, check_store: bool = True) -> list[str]:
+        out = []
+        for r in range(self.world_size):
+            out += self._local(r, "verify", (check_store,))
+        return out
+
+    def metrics(self) -> list[dict]:
+        return [self._local(r, "metrics_dict") for r in range(self.world_size)]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class LockstepHiCache(HiCacheGroup):
+    """R ranks in this process; each replicated/sync step runs them as threads that meet at
+    lock-step collectives (a rank that skips one makes its peers raise RankMissingError
+    naming the sync point). ``storage``: a factory (FileStorage, MooncakeStorage, or
+    callable rank -> backend) or one shared StorageBackend instance."""
+
+    def __init__(self, cfg: HiCacheConfig, world_size: int = 1, storage=None, *, timeout: float = 10.0):
+        self.cfg = cfg
+        self.world_size = world_size
+        self._group = LockstepGroup(world_size, timeout=timeout)
+        self.ranks: list[HiCacheRank] = []
+        try:
+            for r in range(world_size):
+                backend, owned = backend_for(storage, r)
+                self.ranks.append(HiCacheRank(cfg, r, world_size, backend, owns_backend=owned))
+        except BaseException:
+            self.close()
+            raise
+
+    def _replicated(self, method, args=(), kwargs=None, fail_ranks=()):
+        fail_ranks = frozenset(fail_ranks)
+
+        def body(handle):
+            rank = self.ranks[handle.rank]
+            rank.coll = handle
+            try:
+                return run_on_rank(rank, method, args, kwargs, handle.rank in fail_ranks)
+            finally:
+                rank.coll = None
+
+        return self._group.run(body)
+
+    def _local(self, rank: int, method, args=(), kwargs=None):
+        if not 0 <= rank < self.world_size:
+            raise ValueError(f"no rank {rank} (world size {self.world_size})")
+        return run_on_rank(self.ranks[rank], method, args, kwargs)
+
+    def close(self) -> None:
+        for r in self.ranks:
+            r.close()
+        self.ranks = []

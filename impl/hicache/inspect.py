@@ -1,0 +1,159 @@
+"""Observing one rank: snapshot() (plain data, comparable across ranks and runs),
+verify() (every resident copy's bytes, and pool ownership), metrics()."""
+
+from __future__ import annotations
+
+from tiercheck.impl.kvdata import expected_pages, verify_pages
+from tiercheck.impl.storage import codes, rank_key
+
+from . import metrics as mt
+from .state import SKIP
+
+
+class Inspect:
+    def _p(self, h: str) -> tuple:
+        return self.reg.path[h]
+
+    def snapshot(self, store: bool = True) -> dict:
+        """Plain data: nodes by end path; pools; durable pages; queues with this rank's
+        done counts; prefetches; release queue; mirror-release and reclaim state; what the
+        rank's store holds (``store=False`` skips the storage query)."""
+        p = self._p
+        nodes = {}
+        for n in self.tree.nodes():
+            nodes[p(n.end)] = {
+                "start": p(n.start),
+                "pages": len(n),
+                "parent": p(n.parent.end) if n.parent is not self.tree.root else None,
+                "dev": n.dev,
+                "host": n.host,
+                "lock_ref": n.lock_ref,
+                "host_ref": n.host_ref,
+                "hit_count": n.hit_count,
+                "load_back_pending": n.lbp,
+                "released": n.released,
+            }
+        return {
+            "rank": self.rank,
+            "nodes": dict(sorted(nodes.items())),
+            "dev_free": self.device_pool.available(),
+            "host_free": self.host_pool.available(),
+            "durable": sorted(p(h) for h in self.durable),
+            "wq": [(p(o.pages[0]), p(o.pages[-1])) for o in self.wq],
+            "wdone": self._wdone(),
+            "lq": [(p(o.pages[0]), p(o.anchor_end)) for o in self.lq],
+            "ldone": self._ldone(),
+            "sq": [(p(o.pages[0]), p(o.pages[-1])) for o in self.sq],
+            "sdone": self._sdone(),
+            "pq": [
+                (o.req, p(o.anchor_end) if o.anchor_end else None, o.k, len(o.pages)) for o in self.pq
+            ],
+            "pdone": [o.done if o.settled and o.done is not None else -1 for o in self.pq],
+            "relq": [len(s) for s in self.relq],
+            "plan": [p(e) for e in self.plan],
+            "mismatch": self.mismatch,
+            "closed": self.closed,
+            "dups": [p(e) for e in self.dups],
+            "victims": [p(e) for e in self.victims],
+            "last_victims": [p(e) for e in self.last_victims],
+            "store": self._store_contents() if store else None,
+        }
+
+    def _store_contents(self) -> list[tuple] | None:
+        """Pages whose key (this rank's namespace) the store holds, among known pages."""
+        if not self.cfg.storage:
+            return None
+        known = list(self.reg.path)
+        if not known:
+            return []
+        res = self.backend.batch_exists([rank_key(h, self.rank) for h in known])
+        return sorted(self.reg.path[h] for h, r in zip(known, res) if r == codes.EXISTS)
+
+    def metrics_dict(self) -> dict:
+        ps = self.layout.page_size
+        used = self.host_pool.num_pages - self.host_pool.available()
+        return self.metrics.as_dict(
+            {mt.HOST_USED: used * ps, mt.HOST_TOTAL: self.host_pool.num_pages * ps}
+        )
+
+    # -- verify ---------------------------------------------------------------------------
+
+    def verify(self, check_store: bool = True) -> list[str]:
+        """Problems found, [] when every resident copy holds the right bytes and every
+        allocated slot has exactly one owner."""
+        out: list[str] = []
+        cr = self.content_rank
+        dev_owned: list[int] = []
+        host_owned: list[int] = []
+        for n in self.tree.nodes():
+            name = self._p(n.end)
+            if n.lock_ref < 0 or n.host_ref < 0:
+                out.append(f"node {name}: lock_ref {n.lock_ref}, host_ref {n.host_ref}")
+            if n.dev != "absent":
+                dev_owned += n.dev_slots or []
+            if n.host != "absent":
+                host_owned += n.host_slots or []
+            if n.dev == "resident":
+                bad = verify_pages(self.device_pool, n.dev_slots, n.pages, cr)
+                if bad:
+                    out.append(f"node {name}: wrong bytes in device slots {bad}")
+            if n.host == "resident":
+                bad = verify_pages(self.host_pool, n.host_slots, n.pages, cr)
+                if bad:
+                    out.append(f"node {name}: wrong bytes in host slots {bad}")
+            if n.dev == "absent" and n.host == "absent":
+                out.append(f"node {name}: no usable copy (ghost)")
+        for op in self.pq:
+            host_owned += op.slots
+        for slots in self.relq:
+            host_owned += slots
+        out += self._ownership("device", self.device_pool, dev_owned)
+        out += self._ownership("host", self.host_pool, host_owned)
+        if check_store and self.cfg.storage:
+            out += self._verify_store()
+        return [f"rank {self.rank}: {m}" for m in out]
+
+    @staticmethod
+    def _ownership(what: str, pool, owned: list[int]) -> list[str]:
+        out = []
+        seen: set[int] = set()
+        dup = sorted({s for s in owned if s in seen or seen.add(s)})
+        if dup:
+            out.append(f"{what} slots {dup} have more than one owner")
+        allocated = set(pool.allocator.allocated_slots())
+        leaked = sorted(allocated - seen)
+        if leaked:
+            out.append(f"{what} slots {leaked} are allocated but owned by nobody (leak)")
+        freed = sorted(seen - allocated)
+        if freed:
+            out.append(f"{what} slots {freed} are owned but free (use after free)")
+        try:
+            pool.allocator.check()
+        except Exception as exc:  # noqa: BLE001 -- reported, not raised
+            out.append(f"{what} pool: {exc}")
+        return out
+
+    def _verify_store(self) -> list[str]:
+        """The bytes of every page this rank stored, and every durable page (in the
+        namespace reads use) present unless the store was told to lose it."""
+        out = []
+        inflight = {h for o in self.sq if o.ack is None for h in o.pages}
+        check = sorted(self.stored - inflight)
+        if check:
+            got = expected_pages(self.layout, check, self.content_rank)
+            outs = [g.clone() for g in got]
+            for t in outs:
+                t.fill_(-9.0)
+            res = self.backend.batch_get([rank_key(h, self.rank) for h in check], outs)
+            for h, r, o, g in zip(check, res, outs, got):
+                if r < 0:
+                    continue  # gone (store eviction / loss): a miss, never served wrong
+                if not bool((o.view(-1) == g.view(-1)).all()):
+                    out.append(f"store: page {self._p(h)} holds wrong bytes")
+        durable = sorted(h for h in self.durable if h not in self.lost)
+        if durable:
+            res = self.backend.batch_exists([rank_key(h, self.source_rank) for h in durable])
+            missing = [self._p(h) for h, r in zip(durable, res) if r == codes.ABSENT]
+            if missing:
+                out.append(f"store: durable pages {missing} are not in the store")
+        return out

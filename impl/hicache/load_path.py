@@ -1,0 +1,91 @@
+"""Host -> device: load_back (lock the path, take device slots, one H->D copy for the
+evicted chain, load_back_pending marks), the H->D copy finishing, loading_check."""
+
+from __future__ import annotations
+
+from tiercheck.impl.kvdata import verify_pages
+
+from . import metrics as mt
+from .errors import ProtocolError
+from .state import LoadOp
+from .tree import ABSENT, LOADING, RESIDENT, Node
+
+
+class LoadPath:
+    def nodes_to_load(self, node: Node) -> list[Node]:
+        """The evicted chain from ``node`` up to (not including) the first resident
+        ancestor, top-down."""
+        chain = []
+        while node is not None and node is not self.tree.root and node.dev == ABSENT:
+            chain.append(node)
+            node = node.parent
+        chain.reverse()
+        return chain
+
+    def load_back(self, path, evict_if_needed: bool = True) -> int:
+        """load_back(node): returns the pages submitted for loading, 0 when it cannot load
+        (not an evicted node, a chain member without a host copy, no device room)."""
+        node = self._by_path(path)
+        if node is None or node.dev != ABSENT:
+            return 0
+        chain = self.nodes_to_load(node)
+        if any(x.host != RESIDENT for x in chain):
+            return 0
+        total = sum(len(x) for x in chain)
+        if total > self.device_pool.available() and evict_if_needed:
+            self._lock_path(node, +1)  # the chain and its resident ancestors stay meanwhile
+            try:
+                self.evict((total - self.device_pool.available()) * self.layout.page_size)
+            finally:
+                self._lock_path(node, -1)
+        if total > self.device_pool.available():
+            return 0
+        # All or nothing: one copy for the whole chain.
+        dev = self._dev_take(total, "load_back")
+        host, pages, off = [], [], 0
+        for x in chain:
+            x.dev_slots = dev[off : off + len(x)]
+            off += len(x)
+            x.dev = LOADING
+            x.lbp = True
+            host += x.host_slots
+            pages += x.pages
+            self.tree.touch(x)
+        self._lock_path(node, +1)
+        op = self.h2d.submit_h2d(host, dev)
+        self.lq.append(LoadOp(pages, node.end, op))
+        self.metrics.add(mt.LOAD_BACK, total * self.layout.page_size)
+        return total
+
+    def load_dma_done(self) -> int | None:
+        """Manual mode: the head H->D copy finishes."""
+        return self.h2d.complete_next()
+
+    def loading_check(self) -> int:
+        """MIN of finished loads (with the digest pair): device copies usable, path
+        unlocked, finish_load_back clears the marks. Returns the loads acked."""
+        if not self.lq and not self.tracks_digest:
+            return 0  # the load queue is replicated: every rank skips together
+        red = self._reduce([self._ldone()] + self._digest_fields(), "min", "loading_check")
+        self._check_digest(red[1:], "loading_check")
+        n = red[0]
+        for op in self.lq[:n]:
+            for x in self.tree.covering(op.pages):
+                x.dev = RESIDENT
+                x.lbp = False
+            anchor = self.tree.node_at(op.anchor_end)
+            if anchor is not None:
+                self._lock_path(anchor, -1)
+            if self.cfg.verify_loads:
+                self._verify_loaded(op)
+        self.lq = self.lq[n:]
+        return n
+
+    def _verify_loaded(self, op: LoadOp) -> None:
+        for x in self.tree.covering(op.pages):
+            bad = verify_pages(self.device_pool, x.dev_slots, x.pages, self.content_rank)
+            if bad:
+                raise ProtocolError(
+                    f"rank {self.rank}: load-back of {self.tree.path(x)} delivered wrong bytes "
+                    f"in device slots {bad}"
+                )

@@ -1,0 +1,71 @@
+"""HiCacheRank: one TP rank's cache, assembled from the protocol paths."""
+
+from __future__ import annotations
+
+from .eviction import Eviction
+from .inspect import Inspect
+from .load_path import LoadPath
+from .prefetch import Prefetch
+from .state import RankBase
+from .storage_path import StoragePath
+from .write_path import WritePath
+
+
+class HiCacheRank(WritePath, Eviction, LoadPath, StoragePath, Prefetch, Inspect, RankBase):
+    """Every replicated or sync method needs ``self.coll`` bound to a collective handle
+    (the group binds it per action); local methods (``*_done``, ``prefetch_io``,
+    ``store_lose``, ``registry_skew``) do not."""
+
+    def registry_skew(self) -> None:
+        """Fault hook: this rank's duplicate-registry order drifts (oldest entry to the back)."""
+        if self.dups:
+            first = next(iter(self.dups))
+            del self.dups[first]
+            self.dups[first] = None
+
+    def set_host_alloc_fault(self, on: bool) -> None:
+        self._fail_host = bool(on)
+
+    def match_prefix(self, tokens) -> dict:
+        """Longest cached prefix: device pages, host-only pages below them, and the paths
+        of the last device node and last host node (refreshes LRU on the path)."""
+        hashes = self.reg.hashes(tokens)
+        dev = host = 0
+        last_dev = last_host = None
+        for node, k in self.tree.walk(hashes):
+            self.tree.touch(node)
+            if node.dev != "absent" and not host:
+                dev += k
+                if k == len(node):
+                    last_dev = node
+            elif node.host == "resident":
+                host += k
+                if k == len(node):
+                    last_host = node
+            else:
+                break
+        path = self.tree.path
+        return {
+            "device_pages": dev,
+            "host_pages": host,
+            "last_device_node": path(last_dev) if last_dev else None,
+            "last_host_node": path(last_host) if last_host else None,
+        }
+
+    def check_events(self) -> None:
+        """One scheduler iteration's sync rounds (check_hicache_events)."""
+        self.writing_check()
+        self.loading_check()
+        if self.cfg.storage:
+            self.drain_storage_control_queues()
+
+    def close(self) -> None:
+        for w in (self.backup_worker, self.prefetch_worker):
+            if w is not None:
+                w.close(drain=False, timeout=30)
+        for op in self.pq:
+            if op.worker is not None and op.worker is not self.prefetch_worker:
+                op.worker.close(drain=False, timeout=30)
+        if self.backend is not None and self._owns_backend:
+            self.backend.close()
+            self.backend = None

@@ -1,0 +1,42 @@
+"""The bug variants the implementation can switch on, by the names of domain.md section 5.
+
+The implementation must not import the specification, so the names are listed here again;
+tests/impl/test_hicache_variants.py checks that this list equals tiercheck.spec.variants.VARIANTS.
+Each variant changes only the code path the bug changes: grep ``has("<name>")``.
+"""
+
+from __future__ import annotations
+
+from tiercheck.errors import UserError
+
+VARIANT_NAMES = frozenset(
+    {
+        "host-starvation",
+        "durable-on-ack",
+        "release-busy",
+        "release-no-consensus",
+        "split-during-backup",
+        "reclaim-demote-leaf",
+        "reclaim-during-loadback",
+        "split-drops-pending-mark",
+        "digest-unchecked",
+        "early-return-collective",
+        "partial-backup-leak",
+        "prefetch-double-free",
+        "failed-batch-acked",
+        "negated-pair-overflow",
+        "orphan-host-subtree",
+    }
+)
+
+
+def check_variants(names) -> frozenset:
+    if isinstance(names, str):
+        names = [names]
+    names = frozenset(names)
+    unknown = sorted(names - VARIANT_NAMES)
+    if unknown:
+        raise UserError(
+            f"unknown variant {unknown[0]!r} (known: {', '.join(sorted(VARIANT_NAMES))})"
+        )
+    return names

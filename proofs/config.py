@@ -1,0 +1,123 @@
+"""The model constants as the encoding sees them: symbolic (one proof for every
+configuration) or taken from a concrete spec ``Config``.
+
+Feature flags and capacities are z3 terms, so a proof quantifies over all of them at
+once (constrained exactly as model files are validated, models/model_file.py). Bug
+variants stay Python-level switches: ``has(name)`` picks the guard or effect the variant
+changes, as ``cfg.has(name)`` does in the explicit spec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import z3
+
+from .sym import and_, const, implies, ite, not_, or_
+
+FLAGS = (
+    "wb", "sel", "storage", "prefetch", "mirror", "dupr", "single_writer",
+    "partial_storage", "store_loss", "alloc_asymmetry", "registry_skew",
+)
+INTS = ("device_pages", "host_pages", "host_free_target", "fail_close_after")
+
+
+@dataclass
+class ProofConfig:
+    wb: object
+    sel: object
+    storage: object
+    prefetch: object
+    mirror: object
+    dupr: object
+    single_writer: object
+    partial_storage: object
+    store_loss: object
+    alloc_asymmetry: object
+    registry_skew: object
+    device_pages: object
+    host_pages: object
+    host_free_target: object
+    fail_close_after: object
+    digest_bits: int = 16
+    variants: frozenset = frozenset()
+    symbolic: bool = False
+    spec: Optional[object] = field(default=None, repr=False)  # the spec Config, if concrete
+
+    def has(self, variant: str) -> bool:
+        return variant in self.variants
+
+    @property
+    def threshold(self):
+        return ite(self.sel, 2, 1)
+
+    def constraints(self):
+        """What model_file._check_consistent and its ranges accept."""
+        return [
+            not_(and_(self.wb, self.sel)),
+            implies(self.mirror, and_(self.storage, not_(self.wb))),
+            implies(self.dupr, self.wb),
+            implies(self.prefetch, self.storage),
+            implies(self.single_writer, self.storage),
+            implies(self.partial_storage, self.storage),
+            implies(self.store_loss, self.storage),
+            implies(self.registry_skew, self.dupr),
+            const(self.device_pages) >= 1,
+            const(self.host_pages) >= 0,
+            const(self.host_free_target) >= 0,
+            const(self.fail_close_after) >= 1,
+        ]
+
+    @staticmethod
+    def symbolic_config(variants=frozenset(), digest_bits: int = 16, fix=None) -> "ProofConfig":
+        fix = fix or {}
+        kw = {}
+        for f in FLAGS:
+            kw[f] = const(fix[f]) if f in fix else z3.Bool(f"cfg_{f}")
+        for f in INTS:
+            kw[f] = const(fix[f]) if f in fix else z3.Int(f"cfg_{f}")
+        return ProofConfig(**kw, digest_bits=digest_bits, variants=frozenset(variants), symbolic=True)
+
+    @staticmethod
+    def from_spec(cfg) -> "ProofConfig":
+        return ProofConfig(
+            wb=const(cfg.policy == "write_back"),
+            sel=const(cfg.policy == "write_through_selective"),
+            storage=const(cfg.storage),
+            prefetch=const(cfg.prefetch),
+            mirror=const(cfg.mirror_release),
+            dupr=const(cfg.duplicate_reclaim),
+            single_writer=const(cfg.single_writer),
+            partial_storage=const(cfg.fault("partial_storage")),
+            store_loss=const(cfg.fault("store_loss")),
+            alloc_asymmetry=const(cfg.fault("alloc_asymmetry")),
+            registry_skew=const(cfg.fault("registry_skew")),
+            device_pages=const(cfg.device_pages),
+            host_pages=const(cfg.host_pages),
+            host_free_target=const(cfg.host_free_target),
+            fail_close_after=const(cfg.fail_close_after),
+            digest_bits=cfg.digest_bits,
+            variants=frozenset(cfg.variants),
+            symbolic=False,
+            spec=cfg,
+        )
+
+    def mirror_release_on(self):
+        """storage_path.mirror_release_on."""
+        if self.has("host-starvation"):
+            return const(False)
+        return and_(self.mirror, self.storage, not_(self.wb))
+
+    def tracks_digest(self, multi):
+        """sync.tracks_digest: write_back + duplicate reclaim on more than one rank."""
+        return and_(self.wb, self.dupr, multi)
+
+    def policy_of(self, model) -> str:
+        wb = z3.is_true(model.eval(self.wb, model_completion=True))
+        sel = z3.is_true(model.eval(self.sel, model_completion=True))
+        return "write_back" if wb else ("write_through_selective" if sel else "write_through")
+
+
+def either(*xs):
+    return or_(*xs)

@@ -1,0 +1,259 @@
+"""The spec's state (spec/state.py) as z3 terms.
+
+``RV`` is one rank's ``RankState`` with the same field names: per-page tuples for
+``owner`` (here ``own``) and the node fields, which are indexed by the node's end page
+exactly as ``RankState.nodes[end]`` is. A dead node (``nodes[end] is None``) is a page
+with ``own[end] != end``; its field slots are don't-cares. Queues are ``SymList``s of at
+most K entries (the proofs show they never overflow); ``pq`` entries carry the rank's
+``pdone`` value as a fifth component and name their request by its last page.
+``host_mem_release_queue`` is kept as (count, total pages): the drain round frees the
+first MIN-over-ranks entries, and every rank appends identical entries in the same sync
+round, so the MIN always covers the whole queue (see docs/proofs.md).
+
+``SState`` is a global ``State``: rank views per rank handle (a concrete rank index or a
+symbolic ``Rank`` constant, see ranks.py), and ``hung``/``halted`` as small codes.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple, Tuple
+
+import z3
+
+from .sym import SymList, and_, const, eq, implies, ite
+
+HUNG = {"": 0, "writing_check": 1}
+HALT_WHERE = {"": 0, "writing_check": 1, "loading_check": 2, "drain_storage_control_queues": 3}
+SKIP = -1  # storage_path.SKIP
+NOT_DONE = -1  # prefetch.NOT_DONE
+
+NODE_FIELDS = ("start", "dev", "host", "lock", "href", "hits", "lbp", "rel")
+BOOL_NODE_FIELDS = ("lbp", "rel")
+
+
+class RV(NamedTuple):
+    own: Tuple
+    start: Tuple
+    dev: Tuple
+    host: Tuple
+    lock: Tuple
+    href: Tuple
+    hits: Tuple
+    lbp: Tuple
+    rel: Tuple
+    dev_free: object
+    host_free: object
+    durable: Tuple
+    store: Tuple  # State.store[r], kept with the rank it belongs to
+    wq: SymList
+    wdone: object
+    lq: SymList
+    ldone: object
+    sq: SymList
+    sdone: SymList  # (reported, actual)
+    pq: SymList  # (request end page, anchor, k, n, pdone)
+    relq_n: object
+    relq_sum: object
+    plan: SymList
+    mismatch: object
+    closed: object
+    dups: SymList
+    digest: SymList
+
+    @property
+    def k(self) -> int:
+        return len(self.own)
+
+    def live(self, e):
+        """nodes[e] is not None (e may be symbolic)."""
+        if isinstance(e, int):
+            return eq(self.own[e], e)
+        return z3.Or(*[and_(e == i, eq(self.own[i], i)) for i in range(self.k)]) if self.k else const(False)
+
+    def field(self, name: str, e):
+        from .sym import sel
+
+        return sel(getattr(self, name), e)
+
+    def set_fields(self, e, cond=True, **values) -> "RV":
+        from .sym import upd
+
+        rv = self
+        for name, v in values.items():
+            rv = rv._replace(**{name: upd(getattr(rv, name), e, v, cond)})
+        return rv
+
+
+LISTS = {"wq": 2, "lq": 2, "sq": 2, "sdone": 2, "pq": 5, "plan": 1, "dups": 1, "digest": 1}
+
+
+def rv_same(a: RV, b: RV):
+    """Equal as spec RankStates (dead nodes' slots and list slots past the end ignored)."""
+    parts = []
+    k = a.k
+    for p in range(k):
+        parts.append(eq(a.own[p], b.own[p]))
+    for e in range(k):
+        live = eq(a.own[e], e)
+        fields = [eq(getattr(a, f)[e], getattr(b, f)[e]) for f in NODE_FIELDS]
+        parts.append(implies(live, and_(*fields)))
+    for f in ("dev_free", "host_free", "wdone", "ldone", "relq_n", "relq_sum", "mismatch", "closed"):
+        parts.append(eq(getattr(a, f), getattr(b, f)))
+    for p in range(k):
+        parts.append(eq(a.durable[p], b.durable[p]))
+        parts.append(eq(a.store[p], b.store[p]))
+    for name in LISTS:
+        parts.append(getattr(a, name).same(getattr(b, name)))
+    return and_(*parts)
+
+
+def _key(h):
+    return h if isinstance(h, int) else ("z3", h.get_id())
+
+
+class SState:
+    """A global state: per-rank views (computed lazily, memoised per rank handle)."""
+
+    def __init__(self, space, rank_fn: Callable, hung, halted):
+        self.space = space
+        self._fn = rank_fn
+        self._memo = {}
+        self.hung = hung
+        self.halted = halted
+
+    def rank(self, h) -> RV:
+        key = _key(h)
+        rv = self._memo.get(key)
+        if rv is None:
+            rv = self._memo[key] = self._fn(h)
+        return rv
+
+    def map(self, f: Callable) -> "SState":
+        """Every rank runs ``f(h, rank view)`` (a replicated or per-rank step)."""
+        return SState(self.space, lambda h: f(h, self.rank(h)), self.hung, self.halted)
+
+    def replace(self, **kw) -> "SState":
+        s = SState(self.space, self._fn, kw.get("hung", self.hung), kw.get("halted", self.halted))
+        s._memo = self._memo
+        return s
+
+    def only(self, rank_handle, f: Callable) -> "SState":
+        """Only rank ``rank_handle`` runs ``f`` (a local step)."""
+        space = self.space
+
+        def fn(h):
+            rv = self.rank(h)
+            return rv_ite(space.same(h, rank_handle), f(h, rv), rv)
+
+        return SState(space, fn, self.hung, self.halted)
+
+
+def rv_ite(c, a: RV, b: RV) -> RV:
+    from .sym import py
+
+    k = py(c)
+    if k is True:
+        return a
+    if k is False:
+        return b
+    vals = {}
+    for name in RV._fields:
+        x, y = getattr(a, name), getattr(b, name)
+        if isinstance(x, SymList):
+            vals[name] = SymList(
+                x.cap, ite(c, x.n, y.n), [ite(c, i, j) for i, j in zip(x.items, y.items)],
+                ite(c, x.overflow, y.overflow),
+            )
+        else:
+            vals[name] = ite(c, x, y)
+    return RV(**vals)
+
+
+def state_ite(c, a: SState, b: SState) -> SState:
+    s = SState(a.space, lambda h: rv_ite(c, a.rank(h), b.rank(h)), ite(c, a.hung, b.hung), ite(c, a.halted, b.halted))
+    return s
+
+
+# --- symbolic states --------------------------------------------------------------------
+
+
+def symbolic_state(space, k: int, name: str) -> SState:
+    """A state whose every field is an uninterpreted function of the rank."""
+    R = space_sort(space)
+    I, B = z3.IntSort(), z3.BoolSort()
+    fns = {}
+
+    def f(field, sort):
+        fn = fns[field] = z3.Function(f"{name}.{field}", R, sort)
+        return fn
+
+    per_page = {}
+    for fld in ("own",) + NODE_FIELDS + ("durable", "store"):
+        sort = B if fld in BOOL_NODE_FIELDS + ("durable", "store") else I
+        per_page[fld] = [f(f"{fld}[{p}]", sort) for p in range(k)]
+    scalars = {}
+    for fld in ("dev_free", "host_free", "wdone", "ldone", "relq_n", "relq_sum", "mismatch"):
+        scalars[fld] = f(fld, I)
+    scalars["closed"] = f("closed", B)
+    lists = {}
+    for fld, arity in LISTS.items():
+        n = f(f"{fld}.len", I)
+        items = [[f(f"{fld}[{i}].{j}", I) for j in range(arity)] for i in range(k)]
+        lists[fld] = (n, items)
+
+    def rank_fn(h):
+        vals = {fld: tuple(fn(h) for fn in fs) for fld, fs in per_page.items()}
+        vals.update({fld: fn(h) for fld, fn in scalars.items()})
+        for fld, (n, items) in lists.items():
+            vals[fld] = SymList(k, n(h), [tuple(c(h) for c in it) for it in items])
+        return RV(**vals)
+
+    hung = z3.Int(f"{name}.hung")
+    halted = z3.Int(f"{name}.halted")
+    s = SState(space, rank_fn, hung, halted)
+    s.functions = fns
+    return s
+
+
+def space_sort(space):
+    from .ranks import RankSort
+
+    return RankSort
+
+
+def free_concrete_state(space, k: int, name: str) -> SState:
+    """Fresh unknowns for a state over concrete ranks (agreement tests)."""
+    rvs = {}
+
+    def rank_fn(h):
+        if h not in rvs:
+            tmp = symbolic_state_rank(k, f"{name}.r{h}")
+            rvs[h] = tmp
+        return rvs[h]
+
+    return SState(space, rank_fn, z3.Int(f"{name}.hung"), z3.Int(f"{name}.halted"))
+
+
+def symbolic_state_rank(k: int, name: str) -> RV:
+    vals = {}
+    for fld in ("own",) + NODE_FIELDS + ("durable", "store"):
+        if fld in BOOL_NODE_FIELDS + ("durable", "store"):
+            vals[fld] = tuple(z3.Bool(f"{name}.{fld}[{p}]") for p in range(k))
+        else:
+            vals[fld] = tuple(z3.Int(f"{name}.{fld}[{p}]") for p in range(k))
+    for fld in ("dev_free", "host_free", "wdone", "ldone", "relq_n", "relq_sum", "mismatch"):
+        vals[fld] = z3.Int(f"{name}.{fld}")
+    vals["closed"] = z3.Bool(f"{name}.closed")
+    for fld, arity in LISTS.items():
+        vals[fld] = SymList(
+            k, z3.Int(f"{name}.{fld}.len"),
+            [tuple(z3.Int(f"{name}.{fld}[{i}].{j}") for j in range(arity)) for i in range(k)],
+        )
+    return RV(**vals)
+
+
+def same_state(a: SState, b: SState, handles):
+    parts = [eq(a.hung, b.hung), eq(a.halted, b.halted)]
+    for h in handles:
+        parts.append(rv_same(a.rank(h), b.rank(h)))
+    return and_(*parts)

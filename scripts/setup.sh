@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install tiercheck and everything its tests use, on a fresh Debian/Ubuntu machine with
+# Python >= 3.10. Idempotent. As root it also installs the two system packages the tests
+# use: libibverbs1 (Mooncake's client library loads it) and chromium (viewer test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  need=()
+  dpkg -s libibverbs1 >/dev/null 2>&1 || need+=(libibverbs1)
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  if [ ${#need[@]} -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+fi
+
+# The CPU build of torch (a bare `torch` would pull a multi-GB CUDA build).
+python -m pip install -q --disable-pip-version-check torch==2.13.0
+python -m pip install -q --disable-pip-version-check -e ".[mooncake,tla]"

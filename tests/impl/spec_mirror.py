@@ -1,0 +1,177 @@
+"""Differential check of the implementation against the specification (tests only: the
+implementation itself never imports the spec).
+
+A random walk picks enabled spec actions, applies each to the spec model and to a
+LockstepHiCache built from the same constants (page_size 1, "path" victim order, manual
+completion), and compares every rank's state after every step through one projection.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+
+from tiercheck.impl.collective import CollectiveError
+from tiercheck.impl.hicache import (
+    FileStorage,
+    HiCacheConfig,
+    LockstepHiCache,
+    ReplicaDivergenceError,
+)
+from tiercheck.impl.kvdata import KVLayout
+from tiercheck.models import model_file
+from tiercheck.spec.model import Model
+from tiercheck.spec.state import DEV_NAMES, HOST_NAMES
+
+LAYOUT = KVLayout(layers=1, heads=1, head_dim=4, page_size=1)
+
+
+def impl_config(cfg, **extra) -> HiCacheConfig:
+    return HiCacheConfig(
+        layout=LAYOUT,
+        device_pages=cfg.device_pages,
+        host_pages=max(cfg.host_pages, 1),
+        policy=cfg.policy,
+        storage=cfg.storage,
+        prefetch=cfg.prefetch and cfg.storage,
+        mirror_release=cfg.mirror_release and cfg.storage,
+        duplicate_reclaim=cfg.duplicate_reclaim,
+        single_writer=cfg.single_writer,
+        host_free_target=cfg.host_free_target,
+        fail_close_after=cfg.fail_close_after,
+        digest_bits=cfg.digest_bits,
+        variants=cfg.variants,
+        victim_order="path",
+        manual=True,
+        device="cpu",
+        **extra,
+    )
+
+
+def spec_view(m, s, r: int) -> dict:
+    rs = s.ranks[r]
+    P = m.pages.paths
+    nodes = {}
+    for e, n in enumerate(rs.nodes):
+        if n is not None:
+            nodes[P[e]] = (P[n.start], DEV_NAMES[n.dev], HOST_NAMES[n.host], n.lock, n.href,
+                           n.hits, n.lbp, n.rel)
+    bits = lambda mask: sorted(P[p] for p in range(m.pages.count) if mask >> p & 1)  # noqa: E731
+    reqs = m.cfg.requests
+    return {
+        "nodes": dict(sorted(nodes.items())),
+        "dev_free": rs.dev_free,
+        "host_free": rs.host_free,
+        "durable": bits(rs.durable),
+        "wq": [(P[a], P[b]) for a, b in rs.wq],
+        "wdone": rs.wdone,
+        "lq": [(P[a], P[b]) for a, b in rs.lq],
+        "ldone": rs.ldone,
+        "sq": [(P[a], P[b]) for a, b in rs.sq],
+        "sdone": [a.reported for a in rs.sdone],
+        "pq": [(tuple(reqs[q]), P[a] if a >= 0 else None, k, n) for q, a, k, n in rs.pq],
+        "pdone": list(rs.pdone),
+        "relq": list(rs.relq),
+        "plan": [P[e] for e in rs.plan],
+        "mismatch": rs.mismatch,
+        "closed": rs.closed,
+        "dups": [P[e] for e in rs.dups],
+        "victims": [P[e] for e in rs.digest],
+        "store": bits(s.store[r]) if m.cfg.storage else None,
+    }
+
+
+def impl_view(snap: dict) -> dict:
+    nodes = {
+        e: (n["start"], n["dev"], n["host"], n["lock_ref"], n["host_ref"], n["hit_count"],
+            n["load_back_pending"], n["released"])
+        for e, n in snap["nodes"].items()
+    }
+    out = {k: snap[k] for k in ("dev_free", "host_free", "durable", "wq", "wdone", "lq", "ldone",
+                                "sq", "sdone", "pq", "pdone", "relq", "plan", "mismatch",
+                                "closed", "dups", "victims", "store")}
+    out["nodes"] = nodes
+    return out
+
+
+def apply(g, m, a):
+    """Apply spec action ``a`` to the implementation group ``g``."""
+    P = m.pages.paths
+    reqs = m.cfg.requests
+    p = dict(a.params)
+    if a.name in ("insert", "prefetch_from_storage"):
+        return g.apply(a.name, tokens=list(reqs[p["req"]]), fail=p.get("fail", ()))
+    if a.name in ("evict", "load_back"):
+        return g.apply(a.name, node=P[p["node"]], fail=p.get("fail", ()))
+    if a.name == "store_lose":
+        return g.apply(a.name, rank=p["rank"], page=P[p["page"]])
+    return g.apply(a.name, **p)
+
+
+class Divergence(AssertionError):
+    pass
+
+
+def diff(a: dict, b: dict) -> str:
+    out = []
+    for k in a:
+        if a[k] != b.get(k):
+            out.append(f"  {k}: spec {a[k]!r}\n  {' ' * len(k)}  impl {b.get(k)!r}")
+    return "\n".join(out)
+
+
+def walk(model_name_or_cfg, steps: int, seed: int, *, store_dir: str | None = None,
+         timeout: float = 5.0) -> list:
+    """One random walk; raises Divergence naming the step and the differing fields.
+    Returns the trace (list of actions)."""
+    cfg = model_name_or_cfg
+    if isinstance(cfg, str):
+        cfg = model_file.load(cfg).config
+    m = Model(cfg)
+    rng = random.Random(seed)
+    s = m.init_states()[0]
+    trace = []
+    with tempfile.TemporaryDirectory() as tmp:
+        storage = FileStorage(store_dir or tmp) if cfg.storage else None
+        with LockstepHiCache(impl_config(cfg), cfg.ranks, storage, timeout=timeout) as g:
+            for _ in range(steps):
+                acts = m.actions(s)
+                if not acts:
+                    break
+                # Uniform over action names first: insert has many parameter choices and
+                # would otherwise crowd out the rarer completion and sync steps.
+                names = sorted({x.name for x in acts})
+                pick = rng.choice(names)
+                a = rng.choice([x for x in acts if x.name == pick])
+                trace.append(a)
+                t = m.next_state(s, a)
+                if t.hung or t.halted:
+                    expected = CollectiveError if t.hung else ReplicaDivergenceError
+                    try:
+                        apply(g, m, a)
+                    except expected:
+                        return trace
+                    raise Divergence(
+                        f"seed {seed} step {len(trace)} {a}: spec stops ({t.hung or t.halted}) "
+                        f"but the implementation raised nothing\ntrace: {[str(x) for x in trace]}"
+                    )
+                try:
+                    apply(g, m, a)
+                except Exception as exc:
+                    raise Divergence(
+                        f"seed {seed} step {len(trace)} {a}: implementation raised {exc!r}\n"
+                        f"trace: {[str(x) for x in trace]}"
+                    ) from exc
+                s = t
+                snaps = g.snapshot()
+                for r in range(cfg.ranks):
+                    want, got = spec_view(m, s, r), impl_view(snaps[r])
+                    if want != got:
+                        raise Divergence(
+                            f"seed {seed} step {len(trace)} {a}, rank {r}:\n{diff(want, got)}\n"
+                            f"trace: {[str(x) for x in trace]}"
+                        )
+                problems = g.verify()
+                if problems and not cfg.variants:
+                    raise Divergence(f"seed {seed} step {len(trace)} {a}: verify: {problems}")
+    return trace
