@@ -235,21 +235,32 @@ def default_properties(cfg: Config) -> List[str]:
 
 def dump(mf: ModelFile) -> str:
     """The model back as TOML (for generated suites and the ITF #meta)."""
-    cfg = mf.config
-    lines = ["[model]", f'name = "{mf.name}"']
-    if mf.description:
-        lines.append(f"description = {_toml_str(mf.description)}")
+    lines = config_lines(mf.config, mf.name, mf.description)
+    lines += ["", "[check]", f"properties = {_toml_value(mf.properties)}"]
+    if mf.expect_violation:
+        lines.append(f'expect_violation = "{mf.expect_violation}"')
+    if mf.symmetry:
+        lines.append("symmetry = true")
+    return "\n".join(lines) + "\n"
+
+
+def config_lines(cfg: Config, name: str, description: str = "") -> List[str]:
+    lines = ["[model]", f"name = {_toml_str(name)}"]
+    if description:
+        lines.append(f"description = {_toml_str(description)}")
     defaults = Config()
     for f in fields(Config):
         v = getattr(cfg, f.name)
         if f.name != "requests" and v == getattr(defaults, f.name):
             continue
         lines.append(f"{f.name} = {_toml_value(v)}")
-    lines += ["", "[check]", f"properties = {_toml_value(mf.properties)}"]
-    if mf.expect_violation:
-        lines.append(f'expect_violation = "{mf.expect_violation}"')
-    if mf.symmetry:
-        lines.append("symmetry = true")
+    return lines
+
+
+def config_toml(cfg: Config, name: str = "model", description: str = "") -> str:
+    """A model file for ``cfg`` with the default properties."""
+    lines = config_lines(cfg, name, description)
+    lines += ["", "[check]", f"properties = {_toml_value(default_properties(cfg))}"]
     return "\n".join(lines) + "\n"
 
 

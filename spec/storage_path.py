@@ -6,6 +6,7 @@ from __future__ import annotations
 from .action import act
 from .digest import negated_pairs_agree, plan_digest
 from .host_eviction import is_redundant_mirror
+from .memo import per_model
 from .state import StorageAck, live_nodes, node_len, nodes_covering
 from .sync import digest_round
 from .tree import free_node_host, update_node
@@ -79,16 +80,22 @@ def deficit(m, rs) -> int:
 
 def release_candidates(m, rs):
     """Derived from state each time, never from a stale list (seed 000)."""
-    return [e for e in live_nodes(rs) if is_redundant_mirror(m, rs, e)]
+    return list(_release_candidates(m, rs))
 
 
+@per_model
+def _release_candidates(m, rs):
+    return tuple([e for e in live_nodes(rs) if is_redundant_mirror(m, rs, e)])
+
+
+@per_model
 def prepare_plan(m, rs):
     """Pick candidates in key order until the pool deficit is covered."""
     want = deficit(m, rs)
     plan, tokens = [], 0
     if want == 0 or rs.closed:
         return ()
-    for e in release_candidates(m, rs):
+    for e in _release_candidates(m, rs):
         if tokens >= want:
             break
         plan.append(e)
@@ -116,7 +123,7 @@ def _mirror_work_pending(m, s) -> bool:
     for rs in s.ranks:
         if rs.closed:
             continue
-        if rs.plan or (deficit(m, rs) > 0 and release_candidates(m, rs)):
+        if rs.plan or (deficit(m, rs) > 0 and _release_candidates(m, rs)):
             return True
     return False
 
@@ -126,9 +133,8 @@ def drain_params(m, s):
 
 
 def drain_guard(m, s, a):
-    if min(len(rs.sdone) for rs in s.ranks) > 0:
-        return True
-    if min(len(rs.relq) for rs in s.ranks) > 0:
+    # Runs every iteration while storage operations are outstanding; MIN may be 0.
+    if any(rs.sq or rs.relq for rs in s.ranks):
         return True
     return _mirror_work_pending(m, s)
 
@@ -153,31 +159,40 @@ def drain_storage_control_queues(m, s, a):
     nr = min(len(rs.relq) for rs in s.ranks)
     completed = [_synced_completed(m, s, i) for i in range(nb)]
     mirror = mirror_release_on(m)
-    ranks = []
-    for r, rs in enumerate(s.ranks):
-        for i in range(nb):
-            start, end = rs.sq[i]
-            # release_host: the ack drops the host reference of the backup.
-            if cfg.has("split-during-backup"):
-                targets = (end,) if rs.nodes[end] is not None else ()
-            else:
-                targets = nodes_covering(m.pages, rs, start, end)
-            for e in targets:
-                rs = update_node(rs, e, href=rs.nodes[e].href - 1)
-            if mirror:
-                chain = m.pages.chain(start, end)
-                done = len(chain) if cfg.has("durable-on-ack") else completed[i][r]
-                for p in chain[: max(done, 0)]:
-                    if rs.owner[p] >= 0:
-                        rs = rs._replace(durable=rs.durable | 1 << p)
-        freed = sum(rs.relq[:nr])
-        rs = rs._replace(
-            sq=rs.sq[nb:], sdone=rs.sdone[nb:], relq=rs.relq[nr:], host_free=rs.host_free + freed
-        )
-        ranks.append(rs)
+    ranks = [
+        _drain_rank(m, rs, nb, nr, tuple([completed[i][r] for i in range(nb)]))
+        for r, rs in enumerate(s.ranks)
+    ]
     if mirror:
         ranks = _release_round(m, ranks)
     return s._replace(ranks=tuple(ranks))
+
+
+@per_model
+def _drain_rank(m, rs, nb, nr, completed):
+    """One rank's part of the drain: ``completed[i]`` is what it takes as completed for
+    ack slot i (see _synced_completed)."""
+    cfg = m.cfg
+    mirror = mirror_release_on(m)
+    for i in range(nb):
+        start, end = rs.sq[i]
+        # release_host: the ack drops the host reference of the backup.
+        if cfg.has("split-during-backup"):
+            targets = (end,) if rs.nodes[end] is not None else ()
+        else:
+            targets = nodes_covering(m.pages, rs, start, end)
+        for e in targets:
+            rs = update_node(rs, e, href=rs.nodes[e].href - 1)
+        if mirror:
+            chain = m.pages.chain(start, end)
+            done = len(chain) if cfg.has("durable-on-ack") else completed[i]
+            for p in chain[: max(done, 0)]:
+                if rs.owner[p] >= 0:
+                    rs = rs._replace(durable=rs.durable | 1 << p)
+    freed = sum(rs.relq[:nr])
+    return rs._replace(
+        sq=rs.sq[nb:], sdone=rs.sdone[nb:], relq=rs.relq[nr:], host_free=rs.host_free + freed
+    )
 
 
 def _release_round(m, ranks):
@@ -195,14 +210,24 @@ def _release_round(m, ranks):
             negated_pairs_agree([t[f] for t in triples], cfg.digest_bits) for f in range(3)
         )
         if agree:
-            ranks = [execute_plan(m, rs, rs.plan)._replace(mismatch=0) for rs in ranks]
+            ranks = [_commit_plan(m, rs) for rs in ranks]
         else:
             mism = ranks[0].mismatch + 1
             closed = mism >= cfg.fail_close_after
             ranks = [rs._replace(mismatch=mism, closed=closed, plan=()) for rs in ranks]
             if closed:
                 return ranks
-    return [rs._replace(plan=prepare_plan(m, rs)) for rs in ranks]
+    return [_with_next_plan(m, rs) for rs in ranks]
+
+
+@per_model
+def _commit_plan(m, rs):
+    return execute_plan(m, rs, rs.plan)._replace(mismatch=0)
+
+
+@per_model
+def _with_next_plan(m, rs):
+    return rs._replace(plan=prepare_plan(m, rs))
 
 
 # --- the environment ---------------------------------------------------------------------

@@ -169,11 +169,10 @@ def writing_check_params(m, s):
 def writing_check_guard(m, s, a):
     if tracks_digest(m.cfg) and any(rs.digest for rs in s.ranks):
         return True  # the fused ready-count round runs every iteration, carrying the digest
-    if not any(rs.wq for rs in s.ranks):
-        return False  # ongoing_write_through is empty everywhere: the round is skipped
-    if m.cfg.has("early-return-collective"):
-        return any(rs.wdone > 0 for rs in s.ranks)
-    return min(rs.wdone for rs in s.ranks) > 0
+    # The round runs every scheduler iteration while ongoing_write_through is non-empty
+    # (replicated, so every rank enters it); with nothing finished somewhere, MIN is 0
+    # and the round changes nothing (a stuttering step).
+    return any(rs.wq for rs in s.ranks)
 
 
 def writing_check(m, s, a):

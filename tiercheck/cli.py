@@ -16,6 +16,9 @@ from tiercheck.errors import UserError
 COMMANDS = [
     "check",
     "suite",
+    "generate",
+    "replay",
+    "conform",
 ]
 
 

@@ -1,0 +1,61 @@
+"""One conformance step: the spec's expected state against the implementation's.
+
+After every step the abstract states must be equal, the state invariants must hold on
+both, and the implementation's bytes must verify. A mismatch is described field by field
+in the spec's own names, per rank.
+"""
+
+from __future__ import annotations
+
+from typing import List, NamedTuple, Optional
+
+from tiercheck.models.trace import diff_itf, state_to_itf
+from tiercheck.spec.state import State
+
+
+def observable(s: State) -> State:
+    """Drop history fields no implementation can observe (``StorageAck.actual``)."""
+    ranks = tuple(
+        rs._replace(sdone=tuple(a._replace(actual=a.reported) for a in rs.sdone)) for rs in s.ranks
+    )
+    return s._replace(ranks=ranks)
+
+
+class Mismatch(NamedTuple):
+    step: int  # index of the action after which it was found (-1: the initial state)
+    kind: str  # "state" | "invariant" | "bytes" | "error"
+    message: str
+    expected: Optional[State] = None
+    actual: Optional[State] = None
+
+
+def state_invariants(model, s: State) -> List[str]:
+    out = []
+    for p in model.properties:
+        if p.kind == "invariant":
+            msg = p.fn(model, s)
+            if msg:
+                out.append(f"{p.name}: {msg}")
+    return out
+
+
+def describe_difference(model, expected: State, actual: State) -> List[str]:
+    """What differs, as 'spec says X, implementation has Y' lines."""
+    lines = diff_itf(state_to_itf(model, expected), state_to_itf(model, actual))
+    return [f"implementation differs: {line}" for line in lines] or ["states differ"]
+
+
+def check_step(model, step: int, expected: State, actual: State, verify: List[str], z3_check=None) -> Optional[Mismatch]:
+    exp, act = observable(expected), observable(actual)
+    if exp != act:
+        return Mismatch(step, "state", "; ".join(describe_difference(model, exp, act)), expected, actual)
+    bad = state_invariants(model, actual)
+    if bad:
+        return Mismatch(step, "invariant", "implementation state breaks " + "; ".join(bad), expected, actual)
+    if z3_check is not None:
+        bad = z3_check(model, actual)
+        if bad:
+            return Mismatch(step, "invariant", "z3: " + "; ".join(bad), expected, actual)
+    if verify:
+        return Mismatch(step, "bytes", "; ".join(verify), expected, actual)
+    return None
