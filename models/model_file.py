@@ -28,6 +28,7 @@ from typing import List, Optional
 
 from tiercheck.errors import UserError
 from tiercheck.spec.config import FAULTS, POLICIES, Config
+from tiercheck.models.liveness import BY_NAME as LIVENESS
 from tiercheck.spec.properties import BY_NAME
 from tiercheck.spec.variants import VARIANTS
 
@@ -48,7 +49,7 @@ _INT_KEYS = {
     "digest_bits": (2, 64),
     "max_lock": (1, 16),
 }
-_BOOL_KEYS = ("storage", "prefetch", "mirror_release", "duplicate_reclaim", "single_writer")
+_BOOL_KEYS = ("storage", "prefetch", "mirror_release", "duplicate_reclaim", "single_writer", "cp_planner")
 _MODEL_KEYS = set(_INT_KEYS) | set(_BOOL_KEYS) | {
     "name", "description", "requests", "policy", "faults", "variants",
 }
@@ -160,10 +161,11 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
     elif not isinstance(props, list) or not all(isinstance(x, str) for x in props):
         raise err("check.properties", "must be a list of property names")
     for x in props:
-        if x not in BY_NAME:
-            raise err("check.properties", f"unknown property {x!r} (known: {', '.join(BY_NAME)})")
+        if x not in BY_NAME and x not in LIVENESS:
+            known = ", ".join(list(BY_NAME) + list(LIVENESS))
+            raise err("check.properties", f"unknown property {x!r} (known: {known})")
     expect = check.get("expect_violation")
-    if expect is not None and expect not in BY_NAME:
+    if expect is not None and expect not in BY_NAME and expect not in LIVENESS:
         raise err("check.expect_violation", f"unknown property {expect!r}")
     if expect is not None and expect not in props:
         raise err("check.expect_violation", f"{expect!r} is not among the checked properties")
@@ -225,11 +227,15 @@ def default_properties(cfg: Config) -> List[str]:
     ]
     if cfg.ranks > 1:
         props += ["rank_agreement", "no_collective_hang"]
+        if cfg.cp_planner:
+            props.append("planner_determinism")
     # Liveness of the host channel is promised for a storage tier that does not fail
     # backups: after a failed backup seed 000 keeps the mirror by design (see
     # models/library/findings/mirror-pinned-after-failed-backup.toml).
     if cfg.storage and cfg.mirror_release and "partial_storage" not in cfg.faults:
-        props.append("host_channel")
+        # Both forms: possibility (a path admits it) and liveness under weak fairness
+        # (every fair run admits it; a violation is a lasso), tiercheck.models.liveness.
+        props += ["host_channel", "host_channel_fair"]
     return props
 
 

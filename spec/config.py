@@ -38,6 +38,8 @@ class Config:
     mirror_release: bool = False
     duplicate_reclaim: bool = False
     single_writer: bool = False
+    # Context-parallel load-back planner (seed 004 header): load_back plans its evictions.
+    cp_planner: bool = False
     faults: frozenset = frozenset()
     # Mirror release: release only while host_free < host_free_target (pool pressure).
     host_free_target: int = 1

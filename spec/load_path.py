@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from .action import act
-from .state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, live_nodes, node_len, nodes_covering, parent_node
+from .cp_planner import evict_victims, plan_victims
+from .state import (
+    ABSENT,
+    HOST_RESIDENT,
+    LOADING,
+    RESIDENT,
+    live_nodes,
+    node_len,
+    nodes_covering,
+    parent_node,
+    path_to_root,
+)
 from .sync import digest_round
 from .tree import lock_path, update_node
 
@@ -34,19 +45,28 @@ def load_back_guard(m, s, a):
         chain = nodes_to_load(m, rs, e)
         if any(rs.nodes[x].host != HOST_RESIDENT for x in chain):
             return False
-        if sum(node_len(m.pages, rs, x) for x in chain) > rs.dev_free:
-            return False
+        total = sum(node_len(m.pages, rs, x) for x in chain)
+        if total > rs.dev_free:
+            if not m.cfg.cp_planner:
+                return False  # the scheduler evicts first (separate evict steps)
+            path = set(path_to_root(m.pages, rs, e))
+            if not plan_victims(m, rs, total - rs.dev_free, path):
+                return False
     return True
 
 
 def load_back(m, s, a):
     """load_back(node): lock the path, take device slots, submit one H->D copy for the
-    whole evicted chain ("all or nothing"), mark its nodes load_back_pending."""
+    whole evicted chain ("all or nothing"), mark its nodes load_back_pending. With the CP
+    planner, each rank first plans and evicts the victims that make room."""
     e = a["node"]
     ranks = []
     for rs in s.ranks:
         chain = nodes_to_load(m, rs, e)
         total = sum(node_len(m.pages, rs, x) for x in chain)
+        if total > rs.dev_free:
+            path = set(path_to_root(m.pages, rs, e))
+            rs = evict_victims(m, rs, plan_victims(m, rs, total - rs.dev_free, path))
         for x in chain:
             rs = update_node(rs, x, dev=LOADING, lbp=True)
         rs = lock_path(m, rs, e, +1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Callable, Iterable, List, NamedTuple, Optional
 
-from . import eviction, load_path, prefetch, storage_path, write_path
+from . import cp_planner, eviction, load_path, prefetch, storage_path, write_path
 from .action import ENV, LOCAL, REPLICATED, SYNC, Action
 from .config import Config, build_pages
 from .properties import BY_NAME, PROPERTIES
@@ -41,6 +41,7 @@ ACTIONS: List[ActionSpec] = [
     ActionSpec("check_prefetch_progress", SYNC, prefetch.check_prefetch_params, prefetch.check_prefetch_guard, prefetch.check_prefetch_progress),
     ActionSpec("store_lose", ENV, storage_path.store_lose_params, storage_path.store_lose_guard, storage_path.store_lose),
     ActionSpec("registry_skew", ENV, storage_path.registry_skew_params, storage_path.registry_skew_guard, storage_path.registry_skew),
+    ActionSpec("local_access", LOCAL, cp_planner.local_access_params, cp_planner.local_access_guard, cp_planner.local_access),
 ]
 
 ACTION_SPECS = {spec.name: spec for spec in ACTIONS}

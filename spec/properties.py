@@ -263,6 +263,23 @@ def _locked_evicted(m, rs, rt):
     return None
 
 
+def planner_determinism(m, s, a, t) -> Optional[str]:
+    """The same replicated state yields the same eviction plan on every rank: a load-back
+    drops the same device copies everywhere (seed 004 header)."""
+    if a.name != "load_back" or len(s.ranks) < 2 or not m.cfg.cp_planner:
+        return None
+    if len({replica(rs) for rs in s.ranks}) > 1:
+        return None  # replicas already differed: rank_agreement's business
+    dropped = [
+        tuple(e for e in live_nodes(rs) if rs.nodes[e].dev == RESIDENT and (rt.nodes[e] is None or rt.nodes[e].dev == ABSENT))
+        for rs, rt in zip(s.ranks, t.ranks)
+    ]
+    if any(d != dropped[0] for d in dropped):
+        names = [[m.name(e) for e in d] for d in dropped]
+        return f"{a} planned different victims per rank from the same replicated state: {names}"
+    return None
+
+
 # --- beyond the list: the TP group must not hang ---------------------------------------
 
 
@@ -389,6 +406,7 @@ PROPERTIES = [
     Property("counter_sanity", "invariant", 7, "lock_ref and host_ref_counter never negative", counter_sanity),
     Property("locked_never_evicted", "transition", 7, "locked nodes are never evicted", locked_never_evicted),
     Property("no_collective_hang", "invariant", 0, "no rank waits in a collective its peers skipped", no_collective_hang),
+    Property("planner_determinism", "transition", 0, "ranks plan the same load-back victims from the same state", planner_determinism),
     Property(
         "host_channel", "progress", 9, "a waiting backup is admitted while redundant mirrors exist",
         Progress(host_channel_obligations, backup_admitted, not_device_eviction,

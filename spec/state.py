@@ -80,6 +80,8 @@ class RankState(NamedTuple):
     # since the last ready-count round (what the rolling digest summarises).
     dups: Tuple[int, ...] = ()
     digest: Tuple[int, ...] = ()
+    # CP load-back planner only: this rank's local access order (least recent first).
+    clock: Tuple[int, ...] = ()
 
 
 class State(NamedTuple):

@@ -135,6 +135,16 @@ VARIANTS = {
             "rank_agreement",
         ),
         Variant(
+            "planner-local-tiebreak",
+            "seed 004 header (CP owner-lane load-back planner)",
+            "CP ranks break equal-contribution ties by their local access clock and pick "
+            "different load-back victims: replicas diverge",
+            "load-back planner: ties broken by a per-rank value instead of a strict order "
+            "over replicated state",
+            "planner_determinism",
+            catalogue=False,
+        ),
+        Variant(
             "orphan-host-subtree",
             "tiercheck finding in seed 004 (_evict_regular -> _delete_leaf)",
             "evicting a non-backed device leaf whose children were demoted detaches the "
