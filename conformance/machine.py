@@ -59,7 +59,8 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
 
         @initialize()
         def start(self):
-            mm = check_step(self.model, -1, self.s, self.driver.state(), self.driver.verify(), z3_check)
+            self.prev = self.driver.state()
+            mm = check_step(self.model, -1, self.s, self.prev, self.driver.verify(), z3_check)
             if mm:
                 self._fail(mm)
 
@@ -95,10 +96,11 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
                 from .compare import Mismatch
 
                 self._fail(Mismatch(len(self.actions) - 1, "error", f"{type(exc).__name__}: {exc}", t))
-            mm = check_step(self.model, len(self.actions) - 1, t, got, problems, z3_check)
+            mm = check_step(self.model, len(self.actions) - 1, t, got, problems, z3_check,
+                            before=self.prev, action=a)
             if mm:
                 self._fail(mm)
-            self.s = t
+            self.s, self.prev = t, got
 
         def teardown(self):
             self.driver.close()

@@ -30,6 +30,7 @@ def replay(driver, actions: List[Action], expect_disabled=(), z3_check=None) -> 
         return Outcome(0, Mismatch(-1, "error", f"{type(exc).__name__}: {exc}"), states)
     if mm:
         return Outcome(0, mm, states)
+    prev = driver.state()
     for i, a in enumerate(actions):
         t = model.next_state(s, a)
         if t is None:
@@ -42,9 +43,9 @@ def replay(driver, actions: List[Action], expect_disabled=(), z3_check=None) -> 
             problems = driver.verify()
         except Exception as exc:  # noqa: BLE001
             return Outcome(i + 1, Mismatch(i, "error", f"{a}: {type(exc).__name__}: {exc}", t), states)
-        mm = check_step(model, i, t, got, problems, z3_check)
+        mm = check_step(model, i, t, got, problems, z3_check, before=prev, action=a)
         states.append(t)
         if mm:
             return Outcome(i + 1, mm, states)
-        s = t
+        s, prev = t, got
     return Outcome(len(actions), None, states)

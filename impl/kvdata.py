@@ -96,13 +96,35 @@ def _mix32(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
+_CACHE_PAGES = 8192  # expected contents are a pure function: keep the recent ones
+_page_cache: dict = {}
+
+
 def expected_pages(
     layout: KVLayout,
     page_hashes: list[int | str | bytes],
     rank: int,
     device: torch.device | str = "cpu",
 ) -> torch.Tensor:
-    """The contents of the given pages: a tensor (n, *layout.page_shape) of layout.dtype."""
+    """The contents of the given pages: a tensor (n, *layout.page_shape) of layout.dtype.
+
+    Memoised per page (verification asks for the same pages after every step)."""
+    dev = str(device)
+    lkey = (layout.page_shape, layout.dtype)
+    keys = [(lkey, h, rank, dev) for h in page_hashes]
+    missing = [k for k in dict.fromkeys(keys) if k not in _page_cache]
+    if missing:
+        fresh = _generate(layout, [k[1] for k in missing], rank, device)
+        if len(_page_cache) + len(missing) > _CACHE_PAGES:
+            _page_cache.clear()
+        for k, page in zip(missing, fresh):
+            _page_cache[k] = page
+    if not keys:
+        return torch.empty((0, *layout.page_shape), dtype=layout.dtype, device=device)
+    return torch.stack([_page_cache[k] for k in keys])
+
+
+def _generate(layout: KVLayout, page_hashes: list, rank: int, device) -> torch.Tensor:
     seeds = [page_seed(h, rank) for h in page_hashes]
     hi = torch.tensor([s >> 32 for s in seeds], dtype=torch.int64, device=device).unsqueeze(1)
     lo = torch.tensor([s & _M32 for s in seeds], dtype=torch.int64, device=device).unsqueeze(1)

@@ -12,6 +12,7 @@ sync point and the missing ranks; the group is then broken and every later colle
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 
@@ -112,6 +113,33 @@ class LockstepGroup:
             raise ValueError(f"timeout must be positive, got {timeout!r}")
         self.world_size = world_size
         self.timeout = timeout
+        # One long-lived thread per rank (starting threads per step dominated the cost of
+        # small steps). A worker still busy from a run that gave up on it is replaced.
+        self._workers: list = [None] * world_size
+
+    def _worker(self, r: int) -> "queue.Queue":
+        w = self._workers[r]
+        if w is None or not w[0].is_alive():
+            inbox: queue.Queue = queue.Queue()
+
+            def loop(inbox=inbox) -> None:
+                while True:
+                    item = inbox.get()
+                    if item is None:
+                        return
+                    body, rank = item
+                    body(rank)
+
+            t = threading.Thread(target=loop, name=f"lockstep-rank{r}", daemon=True)
+            t.start()
+            w = self._workers[r] = (t, inbox)
+        return w[1]
+
+    def close(self) -> None:
+        for w in self._workers:
+            if w is not None:
+                w[1].put(None)
+        self._workers = [None] * self.world_size
 
     def run(self, fn, *args, **kwargs) -> list:
         """fn(handle, *args, **kwargs) on every rank concurrently; the per-rank results.
@@ -135,12 +163,8 @@ class LockstepGroup:
                 s.status[r] = outcome
                 s.cond.notify_all()
 
-        threads = [
-            threading.Thread(target=body, args=(r,), name=f"lockstep-rank{r}", daemon=True)
-            for r in range(self.world_size)
-        ]
-        for t in threads:
-            t.start()
+        for r in range(self.world_size):
+            self._worker(r).put((body, r))
         grace = self.timeout + 1.0  # after a failure, wait this long for the others to notice
         with s.cond:
             while _RUNNING in s.status:
@@ -148,6 +172,8 @@ class LockstepGroup:
                     break
                 s.cond.wait(0.1)
             stuck = [r for r, st in enumerate(s.status) if st == _RUNNING]
+        for r in stuck:  # abandoned, still running: the next run gets a fresh thread
+            self._workers[r] = None
         if not failures:
             return results
         root = next((f for f in failures if not isinstance(f[1], CollectiveError)), failures[0])

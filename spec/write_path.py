@@ -177,9 +177,13 @@ def writing_check_guard(m, s, a):
 
 def writing_check(m, s, a):
     cfg = m.cfg
-    if cfg.has("early-return-collective") and any(rs.wdone == 0 for rs in s.ranks) and any(rs.wq for rs in s.ranks):
+    if (
+        cfg.has("early-return-collective")
+        and any(rs.wdone == 0 for rs in s.ranks)
+        and any(rs.wdone > 0 for rs in s.ranks)
+    ):
         # Ranks with nothing finished returned before the all-reduce; the others wait in
-        # it forever.
+        # it forever. (When every rank returns early, nobody waits: no hang.)
         return s._replace(hung="writing_check")
     s, halt = digest_round(m, s, "writing_check")
     if halt:

@@ -19,6 +19,7 @@ COMMANDS = [
     "generate",
     "replay",
     "conform",
+    "demo",
 ]
 
 

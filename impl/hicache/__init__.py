@@ -3,7 +3,7 @@ storage tiers, real torch pools and copies, real storage backends, and TP ranks 
 only through the collective interface (impl/collective.py).
 
     cfg = HiCacheConfig(policy="write_through", storage=True, ...)
-    group = LockstepHiCache(cfg, world_size=2, storage=FileStorage(dir))
+    group = LockstepHiCache(cfg, world_size=2, storage=FileStorage(dir))  # or GlooHiCache
     group.insert(tokens); group.write_dma_done(0); group.writing_check(); ...
     group.snapshot(); group.verify()
 
@@ -18,17 +18,14 @@ from .errors import (
     RemoteRankError,
     ReplicaDivergenceError,
 )
+from .gloo import GlooHiCache
 from .group import ACTIONS, LockstepHiCache
 from .rank import HiCacheRank
 from .storage_setup import FileStorage, MooncakeStorage
 from .variants import VARIANT_NAMES
 
 __all__ = [
-    "ACTIONS", "DeviceFullError", "FileStorage", "HiCacheConfig", "HiCacheError", "HiCacheRank",
-    "LockstepHiCache", "MooncakeStorage", "ProtocolError", "RemoteRankError",
+    "ACTIONS", "DeviceFullError", "FileStorage", "GlooHiCache", "HiCacheConfig", "HiCacheError",
+    "HiCacheRank", "LockstepHiCache", "MooncakeStorage", "ProtocolError", "RemoteRankError",
     "ReplicaDivergenceError", "VARIANT_NAMES",
 ]
-
-from .gloo import GlooHiCache  # noqa: E402
-
-__all__.append("GlooHiCache")

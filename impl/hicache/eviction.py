@@ -5,6 +5,7 @@ evict_host with duplicate reclaim (seed 001) first."""
 from __future__ import annotations
 
 from . import metrics as mt
+from .state import INT64_MAX
 from .tree import ABSENT, RESIDENT, Node
 
 
@@ -49,17 +50,31 @@ class Eviction:
         return freed * ps
 
     def _evict_one(self, node: Node | None, fail: bool) -> int:
-        if node is None or not self.is_device_leaf(node):
-            return 0  # this replica does not see an evictable leaf here
-        if not (self.cfg.write_back and node.host == ABSENT):
-            return self._evict_on_rank(node)
+        leaf = node is not None and self.is_device_leaf(node)
+        needs = leaf and self.cfg.write_back and node.host == ABSENT
+        if not self.cfg.write_back:
+            return self._evict_on_rank(node) if leaf else 0
         # write_back: write_backup(node, write_back=True), the blocking writing_check, then
-        # demote. A write that cannot get host slots leaves the node on the device.
+        # demote. Whether some rank must write, and the host room for it, are agreed:
+        # every rank takes part (its own room counts, its evict_host fallback runs) even
+        # if its replica needs no write, so diverged replicas do not deadlock here.
         agree = not self.cfg.has("partial-backup-leak")
-        if not self._allocate_host(len(node), fail, agree=agree, stage="write_back"):
+        need = len(node) if needs else 0
+        if agree:
+            # The size comes from the lowest rank that must write (replicas agree on it
+            # unless they diverged): one MIN of (rank, pages) packed into an int64.
+            wire = (self.rank << 32 | need) if needs else INT64_MAX
+            got = self._reduce([wire], "min", "write_back_evict")[0]
+            need = 0 if got == INT64_MAX else got & 0xFFFFFFFF
+        if need == 0:
+            return self._evict_on_rank(node) if leaf else 0
+        ok = self._allocate_host(need, fail, agree=agree, stage="write_back")
+        if not needs:
+            return self._evict_on_rank(node) if leaf else 0
+        if not ok:
             if not agree:
                 self._reject(len(node), "host_alloc_failed", "write_back")
-            return 0
+            return 0  # a write that cannot get host slots leaves the node on the device
         node.host_slots = self._host_take(len(node), "write_backup(write_back)")
         op = self.d2h.submit_d2h(node.dev_slots, node.host_slots)
         self.metrics.add(mt.HOST_WRITE, len(node) * self.layout.page_size)

@@ -40,7 +40,7 @@ ACTIONS = {
 CALLABLE = frozenset(
     {m for _, m in ACTIONS.values()}
     | {"evict", "match_prefix", "check_events", "snapshot", "verify", "metrics_dict",
-       "storage_fault", "insert_need"}
+       "storage_fault", "insert_need", "pending"}
 )
 
 
@@ -101,6 +101,21 @@ class HiCacheGroup:
     def check_events(self):
         """One scheduler iteration's rounds: writing_check, loading_check, storage drain."""
         return self._replicated("check_events")
+
+    def flush(self, timeout: float = 60.0) -> None:
+        """Run scheduler iterations until no copy, backup or release is in flight (auto
+        mode: the engines and storage threads finish on their own)."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            self.check_events()
+            busy = self._replicated("pending")
+            if not any(p[k] for p in busy for k in ("wq", "lq", "sq", "relq")):
+                return
+            if self.cfg.manual or time.monotonic() > deadline:
+                raise TimeoutError(f"flush: work still in flight: {busy}")
+            time.sleep(0.002)
 
     # -- local steps (one rank's timing) and the environment -------------------------------
 
@@ -217,3 +232,4 @@ class LockstepHiCache(HiCacheGroup):
         for r in self.ranks:
             r.close()
         self.ranks = []
+        self._group.close()

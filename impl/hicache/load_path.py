@@ -64,11 +64,11 @@ class LoadPath:
     def loading_check(self) -> int:
         """MIN of finished loads (with the digest pair): device copies usable, path
         unlocked, finish_load_back clears the marks. Returns the loads acked."""
-        if not self.lq and not self.tracks_digest:
-            return 0  # the load queue is replicated: every rank skips together
-        red = self._reduce([self._ldone()] + self._digest_fields(), "min", "loading_check")
-        self._check_digest(red[1:], "loading_check")
-        n = red[0]
+        n = self._round([self._ldone()], "loading_check")[0]
+        self._ack_loads(n)
+        return n
+
+    def _ack_loads(self, n: int) -> None:
         for op in self.lq[:n]:
             for x in self.tree.covering(op.pages):
                 x.dev = RESIDENT
@@ -79,7 +79,6 @@ class LoadPath:
             if self.cfg.verify_loads:
                 self._verify_loaded(op)
         self.lq = self.lq[n:]
-        return n
 
     def _verify_loaded(self, op: LoadOp) -> None:
         for x in self.tree.covering(op.pages):

@@ -10,7 +10,6 @@ import collections
 WRITE_REJECTED = "sglang:hicache_write_rejected_tokens_total"
 BACKUPED = "sglang:backuped_tokens_total"  # tokens the storage acks report written
 PREFETCHED = "sglang:prefetched_tokens_total"  # storage hit tokens brought into the host pool
-STORAGE_HIT = "sglang:storage_prefetch_hit_tokens_total"  # hits the agreed completion covers
 HOST_USED = "sglang:hicache_host_used_tokens"
 HOST_TOTAL = "sglang:hicache_host_total_tokens"
 # tiercheck's own (no SGLang counterpart).
@@ -23,6 +22,7 @@ DUP_RECLAIMED = "tiercheck:duplicate_reclaimed_tokens_total"
 PLAN_MISMATCH = "tiercheck:release_plan_mismatch_total"
 STORAGE_FAILED_PAGES = "tiercheck:storage_backup_failed_pages_total"
 PREFETCH_ORPHANED = "tiercheck:prefetch_orphaned_tokens_total"
+PREFETCH_COMPLETED = "tiercheck:prefetch_completed_tokens_total"  # the agreed (MIN) completions
 
 
 def labelled(name: str, **labels) -> str:

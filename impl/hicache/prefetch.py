@@ -159,7 +159,7 @@ class Prefetch:
             self.host_pool.free(free_now)
         if tail:
             self.relq.append(tail)
-        self.metrics.add(mt.STORAGE_HIT, completed * ps)
+        self.metrics.add(mt.PREFETCH_COMPLETED, completed * ps)
         self.pq.pop(index)
         if op.anchor_end is not None:
             anchor = self.tree.node_at(op.anchor_end)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .eviction import Eviction
-from .inspect import Inspect
+from .observe import Inspect
 from .load_path import LoadPath
 from .prefetch import Prefetch
 from .state import RankBase
@@ -52,12 +52,32 @@ class HiCacheRank(WritePath, Eviction, LoadPath, StoragePath, Prefetch, Inspect,
             "last_host_node": path(last_host) if last_host else None,
         }
 
+    def pending(self) -> dict:
+        """In-flight work on this rank (for flushing before shutdown)."""
+        self._poll()
+        return {"wq": len(self.wq), "lq": len(self.lq), "sq": len(self.sq), "pq": len(self.pq),
+                "relq": len(self.relq)}
+
     def check_events(self) -> None:
-        """One scheduler iteration's sync rounds (check_hicache_events)."""
-        self.writing_check()
-        self.loading_check()
+        """One scheduler iteration's sync round (SGLang's _sync_hicache_ready_counts): ONE
+        MIN all-reduce of [write acks, load acks, storage queue sizes, plan triple, digest
+        pair], then commit writes, ack loads, drain storage. Under early-return-collective,
+        seed 004's three separate rounds (the first with its per-rank early return)."""
+        if self.cfg.has("early-return-collective"):
+            self.writing_check()
+            self.loading_check()
+            if self.cfg.storage:
+                self.drain_storage_control_queues()
+            return
+        self._poll()
+        fields = [self._wdone(), self._ldone()]
         if self.cfg.storage:
-            self.drain_storage_control_queues()
+            fields += self._drain_fields()
+        red = self._round(fields, "ready_counts")
+        self._commit_writes(red[0])
+        self._ack_loads(red[1])
+        if self.cfg.storage:
+            self._drain_apply(red[2:])
 
     def close(self) -> None:
         for w in (self.backup_worker, self.prefetch_worker):

@@ -8,8 +8,7 @@ storage_path, prefetch, inspect); impl/hicache/rank.py assembles them.
 from __future__ import annotations
 
 import collections
-import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tiercheck.impl.kvdata import fill_pages
 from tiercheck.impl.pools import DevicePool, HostPool
@@ -58,7 +57,6 @@ class PrefetchOp:  # one L3->H read (prefetch_from_storage)
     op_id: int | None = None
     done: int | None = None  # pages this rank's read got, once it finished
     settled: bool = False  # no IO can touch the slots any more (finished or cancelled)
-    ran: bool = field(default=False)
 
 
 class RankBase:
@@ -120,12 +118,12 @@ class RankBase:
         self.dups: dict[str, None] = {}  # duplicate registry (insertion ordered), by end hash
         self.victims: list[str] = []  # reclaim victims since the last ready-count round
         self.last_victims: list[str] = []  # the victims the last passing round compared
+        self.reclaimed: collections.deque[str] = collections.deque(maxlen=64)  # observability
         self.digest = 0
         self.metrics = Metrics()
         self.stored: set[str] = set()  # pages this rank's backups really stored
         self.lost: set[str] = set()  # pages deleted from this rank's store (store_lose)
         self._fail_host = False  # fault injection: host allocation fails during this step
-        self._ids = itertools.count()
 
     # -- collectives -------------------------------------------------------------------------
 
@@ -161,7 +159,15 @@ class RankBase:
         self.victims = []
         self.digest = 0
 
+    def _round(self, fields: list[int], tag: str) -> list[int]:
+        """One ready-count round: a MIN all-reduce of ``fields`` with the reclaim digest
+        pair riding along, the digest asserted; returns the reduced ``fields``."""
+        red = self._reduce(list(fields) + self._digest_fields(), "min", tag)
+        self._check_digest(red[len(fields):], tag)
+        return red[: len(fields)]
+
     def _record_victim(self, node: Node) -> None:
+        self.reclaimed.append(node.end)
         if self.tracks_digest:
             self.victims.append(node.end)
             self.digest = dg.fold(

@@ -82,15 +82,20 @@ class StoragePath:
         plan triple), then drain that many backup acks and host releases on every rank,
         then the mirror-release round. Returns (acks drained, releases drained)."""
         self._poll()
-        sdone = self._sdone()
-        mirror = self.cfg.mirror_release_on
-        fields = [len(sdone), len(self.relq)] + self._digest_fields()
-        if mirror:
+        fields = self._drain_fields()
+        return self._drain_apply(self._round(fields, "drain_storage_control_queues"))
+
+    def _drain_fields(self) -> list[int]:
+        self._drain_sdone = self._sdone()  # the acks this round's sizes count
+        fields = [len(self._drain_sdone), len(self.relq)]
+        if self.cfg.mirror_release_on:
             fields += self._plan_fields()
-        red = self._reduce(fields, "min", "drain_storage_control_queues")
-        d = 2 + len(self._digest_fields())
-        self._check_digest(red[2:d], "drain_storage_control_queues")
+        return fields
+
+    def _drain_apply(self, red: list[int]) -> tuple[int, int]:
         nb, nr = red[0], red[1]
+        sdone = self._drain_sdone
+        mirror = self.cfg.mirror_release_on
         completed = sdone[:nb]
         if self.cfg.single_writer and nb:
             # Synced ack slots: followers send the sentinel, so MIN is the writer's count.
@@ -121,7 +126,7 @@ class StoragePath:
             self.host_pool.free(freed)
         self.relq = self.relq[nr:]
         if mirror:
-            self._release_round(red[d:])
+            self._release_round(red[2:])
         return nb, nr
 
     # -- mirror release (seed 000) ------------------------------------------------------------

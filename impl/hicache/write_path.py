@@ -166,16 +166,14 @@ class WritePath:
     def writing_check(self) -> int:
         """MIN of finished D->H copies across ranks (with the reclaim digest pair), then
         commit that many: host resident, write lock dropped, storage backup started.
-        Returns the number committed."""
+        Every rank enters the all-reduce, even with nothing in flight: the queues can
+        differ across ranks once something went wrong. Returns the number committed."""
         done = self._wdone()
-        if not self.wq and not self.tracks_digest:
-            return 0  # ongoing_write_through is replicated: every rank skips together
         if self.cfg.has("early-return-collective") and self.wq and done == 0:
             return 0  # the bug: a per-rank early return skips the all-reduce
-        red = self._reduce([done] + self._digest_fields(), "min", "writing_check")
-        self._check_digest(red[1:], "writing_check")
-        self._commit_writes(red[0])
-        return red[0]
+        n = self._round([done], "writing_check")[0]
+        self._commit_writes(n)
+        return n
 
     def _commit_writes(self, n: int) -> None:
         for op in self.wq[:n]:

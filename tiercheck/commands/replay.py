@@ -52,7 +52,7 @@ def run(args) -> int:
     where = "the initial state" if mm.step < 0 else f"step {mm.step + 1}/{n}: {trace.actions[mm.step]}"
     print(f"{args.trace}: {args.impl} ({args.backend}) disagrees with the spec at {where}")
     print(f"  {mm.kind}: {mm.message}")
-    if mm.expected is not None and mm.actual is not None:
+    if mm.kind == "state" and mm.expected is not None and mm.actual is not None:
         print("  spec -> implementation:")
         for line in describe_difference(driver.model, mm.expected, mm.actual):
             print(f"    {line}")

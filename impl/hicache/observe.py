@@ -7,7 +7,6 @@ from tiercheck.impl.kvdata import expected_pages, verify_pages
 from tiercheck.impl.storage import codes, rank_key
 
 from . import metrics as mt
-from .state import SKIP
 
 
 class Inspect:
@@ -56,6 +55,7 @@ class Inspect:
             "dups": [p(e) for e in self.dups],
             "victims": [p(e) for e in self.victims],
             "last_victims": [p(e) for e in self.last_victims],
+            "reclaimed": [p(e) for e in self.reclaimed],  # the last 64 reclaim victims
             "store": self._store_contents() if store else None,
         }
 
@@ -101,8 +101,8 @@ class Inspect:
                 bad = verify_pages(self.host_pool, n.host_slots, n.pages, cr)
                 if bad:
                     out.append(f"node {name}: wrong bytes in host slots {bad}")
-            if n.dev == "absent" and n.host == "absent":
-                out.append(f"node {name}: no usable copy (ghost)")
+            if n.dev != "resident" and n.host != "resident":
+                out.append(f"node {name}: no usable copy (device {n.dev}, host {n.host})")
         for op in self.pq:
             host_owned += op.slots
         for slots in self.relq:

@@ -1,0 +1,106 @@
+"""The adapter for tiercheck's own reference implementation (tiercheck.impl.hicache).
+
+It builds the implementation from the model's constants with the settings conformance
+needs (one token per page, host-side victims in the spec's page order, manual completion
+of copies and storage operations), performs each spec action through the group's
+driver API, and maps snapshots through tiercheck.conformance.refinement.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+from tiercheck.impl.collective import CollectiveError
+from tiercheck.impl.hicache import FileStorage, HiCacheConfig, LockstepHiCache, ReplicaDivergenceError
+from tiercheck.impl.kvdata import KVLayout
+from tiercheck.spec.model import Model
+
+from .refinement import refine
+
+LAYOUT = KVLayout(layers=1, heads=1, head_dim=4, page_size=1)
+
+
+def impl_config(cfg, variants=frozenset()) -> HiCacheConfig:
+    return HiCacheConfig(
+        layout=LAYOUT,
+        device_pages=cfg.device_pages,
+        host_pages=max(cfg.host_pages, 1),
+        policy=cfg.policy,
+        storage=cfg.storage,
+        prefetch=cfg.prefetch and cfg.storage,
+        mirror_release=cfg.mirror_release and cfg.storage,
+        duplicate_reclaim=cfg.duplicate_reclaim,
+        single_writer=cfg.single_writer,
+        host_free_target=cfg.host_free_target,
+        fail_close_after=cfg.fail_close_after,
+        digest_bits=cfg.digest_bits,
+        variants=frozenset(cfg.variants) | frozenset(variants),
+        victim_order="path",
+        manual=True,
+        device="cpu",
+    )
+
+
+class ReferenceDriver:
+    name = "reference"
+
+    def __init__(self, cfg, variants=frozenset(), backend: str = "lockstep", timeout: float = None):
+        # Lock-step detects a skipped collective at once (a rank that returns early fails
+        # its waiting peers), so its timeout only catches real stalls; gloo needs the
+        # timeout to notice a hang at all.
+        if timeout is None:
+            timeout = 30.0 if backend == "lockstep" else 5.0
+        if cfg.cp_planner:
+            from tiercheck.errors import UserError
+
+            raise UserError("the reference HiCache does not bind the CP planner: drive tiercheck.impl.cp instead")
+        self.model = Model(cfg)
+        self._tmp = tempfile.TemporaryDirectory(prefix="tiercheck-store-") if cfg.storage else None
+        storage = FileStorage(self._tmp.name, fsync=False) if self._tmp else None
+        conf = impl_config(cfg, variants)
+        if backend == "gloo":
+            from tiercheck.impl.hicache.gloo import GlooHiCache
+
+            self.group = GlooHiCache(conf, cfg.ranks, storage, collective_timeout=timeout)
+        else:
+            self.group = LockstepHiCache(conf, cfg.ranks, storage, timeout=timeout)
+        self.hung = ""
+        self.halted = ""
+
+    def apply(self, action) -> None:
+        if self.hung or self.halted:
+            return  # the group stopped; the spec has no successors either
+        m = self.model
+        paths, reqs = m.pages.paths, m.cfg.requests
+        p = dict(action.params)
+        try:
+            if action.name in ("insert", "prefetch_from_storage"):
+                self.group.apply(action.name, tokens=list(reqs[p["req"]]), fail=p.get("fail", ()))
+            elif action.name in ("evict", "load_back"):
+                self.group.apply(action.name, node=paths[p["node"]], fail=p.get("fail", ()))
+            elif action.name == "store_lose":
+                self.group.apply(action.name, rank=p["rank"], page=paths[p["page"]])
+            else:
+                self.group.apply(action.name, **p)
+        except CollectiveError:
+            # A rank waited for peers that skipped the collective: the TP group hangs.
+            self.hung = action.name
+        except ReplicaDivergenceError as exc:
+            self.halted = str(exc) or action.name
+
+    def state(self):
+        snaps = self.group.snapshot() if not self.hung else self._last
+        self._last = snaps
+        return refine(self.model, snaps, hung=self.hung, halted=self.halted)
+
+    def verify(self):
+        if self.hung or self.halted:
+            return []
+        return self.group.verify()
+
+    def close(self) -> None:
+        try:
+            self.group.close()
+        finally:
+            if self._tmp is not None:
+                self._tmp.cleanup()

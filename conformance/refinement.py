@@ -1,0 +1,97 @@
+"""The refinement mapping: an implementation's observable state -> spec state.
+
+One explicit function, per rank, from the plain-data snapshot every adapter produces
+(the format of ``tiercheck.impl.hicache`` snapshots, documented in docs/plugging-in.md)
+to ``tiercheck.spec.state.RankState``. Pages and nodes are identified by token paths on
+the implementation side and by page ids on the spec side; the model's page universe
+translates. Conformance compares spec states, so adapters for other implementations
+(upstream SGLang) produce the same snapshot format and reuse this mapping unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from tiercheck.spec.state import DEV_NAMES, HOST_NAMES, Node, RankState, State, StorageAck
+
+_DEV = {name: i for i, name in enumerate(DEV_NAMES)}
+_HOST = {name: i for i, name in enumerate(HOST_NAMES)}
+
+
+class RefinementError(ValueError):
+    """The snapshot names something the model does not have (a page off every request)."""
+
+
+def _page(model, path) -> int:
+    try:
+        return model.pages.index[tuple(path)]
+    except KeyError:
+        raise RefinementError(f"page {'/'.join(map(str, path))} is not a page of the model") from None
+
+
+def _mask(model, paths) -> int:
+    out = 0
+    for p in paths or ():
+        out |= 1 << _page(model, p)
+    return out
+
+
+def _request(model, tokens) -> int:
+    tokens = tuple(tokens)
+    for i, req in enumerate(model.cfg.requests):
+        if tuple(req) == tokens:
+            return i
+    raise RefinementError(f"prefetch of {tokens} matches no request of the model")
+
+
+def rank_state(model, snap: dict) -> RankState:
+    """Map one rank's snapshot to the spec's RankState."""
+    n = model.pages.count
+    owner = [-1] * n
+    nodes: List[Optional[Node]] = [None] * n
+    for end_path, node in snap["nodes"].items():
+        end, start = _page(model, end_path), _page(model, node["start"])
+        for p in model.pages.chain(start, end):
+            owner[p] = end
+        nodes[end] = Node(
+            start=start,
+            dev=_DEV[node["dev"]],
+            host=_HOST[node["host"]],
+            lock=node["lock_ref"],
+            href=node["host_ref"],
+            hits=min(node["hit_count"], model.cfg.write_threshold),
+            lbp=bool(node["load_back_pending"]),
+            rel=bool(node["released"]),
+        )
+    span = lambda pair: (_page(model, pair[0]), _page(model, pair[1]))  # noqa: E731
+    return RankState(
+        owner=tuple(owner),
+        nodes=tuple(nodes),
+        dev_free=snap["dev_free"],
+        host_free=snap["host_free"],
+        durable=_mask(model, snap["durable"]),
+        wq=tuple(span(x) for x in snap["wq"]),
+        wdone=snap["wdone"],
+        lq=tuple(span(x) for x in snap["lq"]),
+        ldone=snap["ldone"],
+        sq=tuple(span(x) for x in snap["sq"]),
+        sdone=tuple(StorageAck(k, k) for k in snap["sdone"]),
+        pq=tuple(
+            (_request(model, req), _page(model, anchor) if anchor else -1, k, pages)
+            for req, anchor, k, pages in snap["pq"]
+        ),
+        pdone=tuple(snap["pdone"]),
+        relq=tuple(snap["relq"]),
+        plan=tuple(_page(model, p) for p in snap["plan"]),
+        mismatch=snap["mismatch"],
+        closed=bool(snap["closed"]),
+        dups=tuple(_page(model, p) for p in snap["dups"]),
+        digest=tuple(_page(model, p) for p in snap.get("victims", ())),
+    )
+
+
+def refine(model, snaps: List[dict], hung: str = "", halted: str = "") -> State:
+    """The whole implementation (every rank's snapshot) as one spec State."""
+    ranks = tuple(rank_state(model, s) for s in snaps)
+    store = tuple(_mask(model, s.get("store") or ()) for s in snaps)
+    return State(ranks=ranks, store=store, hung=hung, halted=halted)
