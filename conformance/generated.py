@@ -1,12 +1,14 @@
-"""Generated conformance suites on disk: tour traces (ITF) plus one pytest module."""
+"""Generated conformance suites on disk: a transition tour (tour.json) plus one pytest module."""
 
 from __future__ import annotations
 
+import json
+import tomllib
 from pathlib import Path
 
 from tiercheck.errors import UserError
+from tiercheck.spec.action import Action
 from tiercheck.models import model_file
-from tiercheck.models.trace import read_trace, write_trace
 from tiercheck.spec.model import Model
 
 from .adapters import driver_factory
@@ -33,7 +35,12 @@ def test_tour(case, tiercheck_impl, tiercheck_backend):
 '''
 
 
+FORMAT = "tiercheck-tour/1"
+
+
 def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_000):
+    """Write ``tour.json`` (the model and every trace's actions; states are recomputed on
+    replay) and a pytest module with one test per trace."""
     mf = model_file.load(model_ref)
     model = Model(mf.config)
     try:
@@ -42,21 +49,21 @@ def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_0
         raise UserError(f"{mf.path}: {exc}") from None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("trace-*.json"):
-        old.unlink()
-    toml = model_file.dump(mf)
-    cases = []
-    for k, tr in enumerate(tour.traces):
-        s = model.init_states()[0]
-        states = [s]
-        for i, a in enumerate(tr.actions):
-            if i not in tr.probes:
-                s = model.next_state(s, a)
-            states.append(s)
-        name = f"trace-{k:03d}.json"
-        write_trace(out / name, model, toml, list(tr.actions), states, kind="tour",
-                    extra={"probes": list(tr.probes)})
-        cases.append(name)
+    doc = {
+        "format": FORMAT,
+        "model": model_file.dump(mf),
+        "coverage": {
+            "transitions": [tour.transitions_covered, tour.transitions_total],
+            "labels": [tour.labels_covered, tour.labels_total],
+            "probes": list(tour.probe_names),
+            "states": tour.states,
+        },
+        "traces": [
+            {"actions": [a.to_json() for a in tr.actions], "probes": list(tr.probes)} for tr in tour.traces
+        ],
+    }
+    (out / "tour.json").write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+    cases = [f"trace-{k:03d}" for k in range(len(tour.traces))]
     safe = "".join(c if c.isalnum() else "_" for c in mf.name)
     (out / f"test_tour_{safe}.py").write_text(
         TEST_MODULE.format(source=model_ref, name=mf.name, cases=cases)
@@ -64,16 +71,37 @@ def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_0
     return tour, cases
 
 
+def load_tour(path):
+    try:
+        doc = json.loads(Path(path).read_text())
+        if doc.get("format") != FORMAT:
+            raise ValueError(f"format {doc.get('format')!r}")
+        mf = model_file.parse(tomllib.loads(doc["model"]), str(path))
+        traces = [([Action.from_json(a) for a in t["actions"]], set(t["probes"])) for t in doc["traces"]]
+    except (OSError, ValueError, KeyError, TypeError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"{path}: corrupt tour file ({exc})") from None
+    return mf, traces
+
+
 def replay_case(test_file: str, case: str, impl: str, backend: str = "lockstep") -> None:
     """Replay one generated trace; fails the test with the first disagreement."""
-    trace = read_trace(Path(test_file).parent / case)
-    mf = model_file.parse(__import__("tomllib").loads(trace.model_toml), trace.path)
+    mf, traces = _cached_tour(str(Path(test_file).parent / "tour.json"))
+    actions, probes = traces[int(case.rsplit("-", 1)[1])]
     driver = driver_factory(impl, mf.config, backend=backend)()
     try:
-        outcome = replay(driver, trace.actions, expect_disabled=set(trace.meta.get("probes", ())))
+        outcome = replay(driver, actions, expect_disabled=probes)
     finally:
         driver.close()
     if outcome.mismatch is not None:
         mm = outcome.mismatch
-        step = "initial state" if mm.step < 0 else f"step {mm.step + 1} ({trace.actions[mm.step]})"
+        step = "initial state" if mm.step < 0 else f"step {mm.step + 1} ({actions[mm.step]})"
         raise AssertionError(f"{impl} disagrees with the spec at {step}: {mm.message}")
+
+
+_TOURS: dict = {}
+
+
+def _cached_tour(path: str):
+    if path not in _TOURS:
+        _TOURS[path] = load_tour(path)
+    return _TOURS[path]

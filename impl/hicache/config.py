@@ -45,6 +45,9 @@ class HiCacheConfig:
     variants: frozenset = frozenset()
     victim_order: str = "lru"
     manual: bool = False
+    # load_back evicts device victims itself when the chain does not fit (seed 004); with
+    # False the scheduler must make room first (the spec's load_back, used by conformance).
+    load_back_evicts: bool = True
     device: str | None = None  # None: cuda when available, else cpu
     poison_on_free: bool = True  # freed pages read as garbage at once (catches use-after-free)
     durable_capacity: int | None = None  # bound of the durable LRU (None: unbounded)

@@ -22,7 +22,7 @@ class LoadPath:
         chain.reverse()
         return chain
 
-    def load_back(self, path, evict_if_needed: bool = True) -> int:
+    def load_back(self, path, evict_if_needed: bool | None = None) -> int:
         """load_back(node): returns the pages submitted for loading, 0 when it cannot load
         (not an evicted node, a chain member without a host copy, no device room)."""
         node = self._by_path(path)
@@ -32,6 +32,8 @@ class LoadPath:
         if any(x.host != RESIDENT for x in chain):
             return 0
         total = sum(len(x) for x in chain)
+        if evict_if_needed is None:
+            evict_if_needed = self.cfg.load_back_evicts
         if total > self.device_pool.available() and evict_if_needed:
             self._lock_path(node, +1)  # the chain and its resident ancestors stay meanwhile
             try:
