@@ -164,6 +164,15 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
         if x not in BY_NAME and x not in LIVENESS:
             known = ", ".join(list(BY_NAME) + list(LIVENESS))
             raise err("check.properties", f"unknown property {x!r} (known: {known})")
+    if "host_channel" in props:
+        largest = max(len(r) for r in cfg.requests)
+        if cfg.host_free_target < largest:
+            raise err(
+                "model.host_free_target",
+                f"is {cfg.host_free_target}, but host_channel needs it >= the longest request "
+                f"({largest} pages): mirror release only releases up to the target, so a larger "
+                f"waiting node could never be admitted",
+            )
     expect = check.get("expect_violation")
     if expect is not None and expect not in BY_NAME and expect not in LIVENESS:
         raise err("check.expect_violation", f"unknown property {expect!r}")
