@@ -66,8 +66,6 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     names = sorted(VARIANTS)
-    if args.impl == "reference":
-        names = [n for n in names if n != "planner-local-tiebreak"]  # lives in tiercheck.impl.cp
     print(f"kill matrix: --impl {args.impl}, up to {args.examples} examples x {args.steps} steps, seed {args.seed}\n")
     head = f"{'variant':26} {'killed':>6} {'examples':>8} {'s to fail':>9} {'steps':>5} {'shrunk':>6} {'checker':>7}"
     print(head)

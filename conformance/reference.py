@@ -39,6 +39,7 @@ def impl_config(cfg, variants=frozenset()) -> HiCacheConfig:
         victim_order="path",
         manual=True,
         load_back_evicts=False,  # the spec's scheduler evicts with separate evict steps
+        cp_planner=cfg.cp_planner,  # ...unless load_back plans its own victims (seed 004)
         device="cpu",
     )
 
@@ -52,10 +53,6 @@ class ReferenceDriver:
         # timeout to notice a hang at all.
         if timeout is None:
             timeout = 30.0 if backend == "lockstep" else 5.0
-        if cfg.cp_planner:
-            from tiercheck.errors import UserError
-
-            raise UserError("the reference HiCache does not bind the CP planner: drive tiercheck.impl.cp instead")
         self.model = Model(cfg)
         self._tmp = tempfile.TemporaryDirectory(prefix="tiercheck-store-") if cfg.storage else None
         storage = FileStorage(self._tmp.name, fsync=False) if self._tmp else None
@@ -80,6 +77,8 @@ class ReferenceDriver:
                 self.group.apply(action.name, tokens=list(reqs[p["req"]]), fail=p.get("fail", ()))
             elif action.name in ("evict", "load_back"):
                 self.group.apply(action.name, node=paths[p["node"]], fail=p.get("fail", ()))
+            elif action.name == "local_access":
+                self.group.apply(action.name, rank=p["rank"], node=paths[p["node"]])
             elif action.name == "store_lose":
                 self.group.apply(action.name, rank=p["rank"], page=paths[p["page"]])
             else:

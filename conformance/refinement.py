@@ -87,6 +87,9 @@ def rank_state(model, snap: dict) -> RankState:
         closed=bool(snap["closed"]),
         dups=tuple(_page(model, p) for p in snap["dups"]),
         digest=tuple(_page(model, p) for p in snap.get("victims", ())),
+        # The CP planner's per-rank local access clock (end pages, least recent first);
+        # entries of nodes since removed stay until the next local access, as in the spec.
+        clock=tuple(_page(model, p) for p in snap.get("clock", ())),
     )
 
 

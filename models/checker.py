@@ -22,6 +22,7 @@ from tiercheck.models.search import Search
 from tiercheck.spec.properties import BY_NAME
 
 UNCHECKED_SYMMETRY = "not checked (symmetry)"
+UNSOUND_SYMMETRY = "unknown (symmetry unsound: replicas diverged)"
 
 
 @dataclass
@@ -72,6 +73,7 @@ class Checker:
         workers: int = 1,
         max_violations: int = 1,
         keep_graph: bool = False,
+        progress_every: float = 2.0,
     ):
         self.model = model
         self.props = [resolve_property(n) for n in properties]
@@ -82,6 +84,7 @@ class Checker:
         self.workers = max(1, int(workers))
         self.max_violations = max(1, int(max_violations))
         self.keep_graph = keep_graph
+        self.progress_every = progress_every
         self.search: Optional[Search] = None
         self.sym = None
 
@@ -109,17 +112,17 @@ class Checker:
         canon = self.sym.canonical if self.sym is not None else None
         checked_graph = graph_props if self.sym is None else []
         need_graph = bool(checked_graph) or self.keep_graph
-        search_props = safety + ([] if self.sym is None else [])
-        expander = Expander(m, search_props, codec.decode, codec.encode, canon)
+        expander = Expander(m, safety, codec, canon)
         pool = None
         if self.workers > 1:
             from tiercheck.models.parallel import Pool
 
-            pool = Pool(m, search_props, codec, self.workers, symmetric=self.sym is not None)
-        open_names = [p.name for p in search_props] or ["(search)"]
+            pool = Pool(m, safety, self.workers, codec, expander, canon)
+        # Graph properties stay open during the search, so it never stops early for them.
+        open_names = [p.name for p in safety + checked_graph] or ["(no property)"]
         search = Search(
             m,
-            [p for p in search_props] if search_props else [_Sentinel()],
+            open_names,
             codec,
             expander,
             need_graph=need_graph,
@@ -128,21 +131,27 @@ class Checker:
             on_progress=self.on_progress,
             max_hits=self.max_violations,
             pool=pool,
+            progress_every=self.progress_every,
         )
-        del open_names
         self.search = search
+        if canon is not None:
+            search.init_keys = [codec.encode(canon(s)) for s in m.init_states()]
         try:
-            if canon is not None:
-                search_init_canonical(search, m, codec, canon)
             stats = search.run()
         finally:
             if pool is not None:
+                # Report the processes that really expanded states (small models never
+                # leave the owner).
+                res.workers = pool.n if pool.started else 1
                 pool.close()
         res.distinct, res.transitions, res.depth = stats.distinct, stats.transitions, stats.depth
         res.complete, res.stop_reason, res.coverage = stats.complete, stats.stop_reason, stats.coverage
         res.seconds = stats.seconds
         if self.sym is not None:
             res.symmetry = self.sym.report(search)
+            diverged = self._replicas_diverged() if self.sym.ranks else None
+        else:
+            diverged = None
         canon_key = (lambda s: codec.encode(canon(s))) if canon is not None else None
         # Counterexamples of safety properties, rebuilt by re-execution.
         for p in safety:
@@ -173,7 +182,25 @@ class Checker:
                     res.verdicts[p.name] = "holds" if res.complete else "unknown"
             else:
                 res.verdicts[p.name] = "holds" if res.complete else "holds so far"
+        if diverged is not None:
+            # Counterexamples stay (each is a re-executed concrete run); a 'holds' does not.
+            res.notes.append(
+                f"symmetry unsound here: replicas diverge in explored state {diverged} (rank "
+                "permutations assume they agree); 'holds' verdicts are withdrawn, rerun "
+                "without --symmetry"
+            )
+            for name, v in res.verdicts.items():
+                if v in ("holds", "holds so far"):
+                    res.verdicts[name] = UNSOUND_SYMMETRY
         return res
+
+    def _replicas_diverged(self) -> Optional[int]:
+        """The first explored state whose replicas disagree (rank_agreement), or None."""
+        decode, fn, m = self.codec.decode, BY_NAME["rank_agreement"].fn, self.model
+        for i, k in enumerate(self.search.keys):
+            if fn(m, decode(k)):
+                return i
+        return None
 
     def _graph_property(self, p) -> List[Violation]:
         m, search = self.model, self.search
@@ -189,16 +216,3 @@ class Checker:
                 Violation(p.name, lasso.message, lasso.states, lasso.actions, lasso.loop_start, kind="liveness")
             )
         return out
-
-
-class _Sentinel:
-    """Keeps the search running when only graph properties are asked for."""
-
-    name = "(search)"
-    kind = "none"
-
-
-def search_init_canonical(search, m, codec, canon) -> None:
-    """Under symmetry the search starts from the orbit representatives of the initial
-    states (the Search adds initial states itself when none are given)."""
-    search.init_keys = [codec.encode(canon(s)) for s in m.init_states()]

@@ -9,48 +9,51 @@ rebuilt by re-executing positions (see tiercheck.models.replay).
 
 from __future__ import annotations
 
-from typing import Callable, List, NamedTuple, Optional, Tuple
+from typing import Callable, Optional
 
 from tiercheck.spec.model import ACTION_SPECS
 
 
-class Step(NamedTuple):
-    pos: int  # position of the action in model.actions(s)
-    name: int  # index of the action name in model.action_names()
-    key: object  # packed successor key (canonical under symmetry); see Expander
-    stutter: bool  # the step leaves the state unchanged
-    viols: Tuple  # ((property, message), ...) of transition properties it breaks
-
-
-class Record(NamedTuple):
-    viols: Tuple  # ((property, message), ...): invariants the state breaks
-    expanded: bool  # False: outside Model.constraint, checked but not expanded
-    steps: List[Step]
-    frees: bool  # some evict step frees a device page on rank 0 (eviction_progress)
+# A step and a record are plain tuples (they cross process boundaries by the million, and
+# plain tuples pickle in C). Fields, by index:
+#   step:   (pos, name, key, stutter, viols)
+#     pos      position of the action in model.actions(s)
+#     name     index of the action name in model.action_names()
+#     key      packed successor key (orbit representative's under symmetry)
+#     stutter  the step leaves the state unchanged
+#     viols    ((property, message), ...) of transition properties it breaks
+#   record: (viols, expanded, steps, frees)
+#     viols    ((property, message), ...): invariants the state breaks
+#     expanded False: outside Model.constraint, checked but not expanded
+#     steps    [step, ...]
+#     frees    some evict step frees a device page on rank 0 (eviction_progress)
+POS, NAME, KEY, STUTTER, TVIOLS = range(5)
+VIOLS, EXPANDED, STEPS, FREES = range(4)
 
 
 class Expander:
     """Per-process expansion of packed states.
 
-    ``encode(state) -> key`` turns a successor into a key (owner side: exact packed int;
-    worker side: packed int or an unresolved tuple, see tiercheck.models.parallel).
+    ``codec`` (tiercheck.models.codec) turns a successor into a key (owner side: exact
+    packed int; worker side: packed int or an unresolved tuple) and the equal state made
+    of interned rank objects, on which the transition properties run (their per-rank
+    memo caches then hit by identity).
     ``canon(state) -> state`` maps a state to its orbit representative (symmetry) or is
     None.
     """
 
-    def __init__(self, model, props, decode: Callable, encode: Callable, canon: Optional[Callable] = None):
+    def __init__(self, model, props, codec, canon: Optional[Callable] = None):
         self.m = model
         self.invariants = [p for p in props if p.kind == "invariant"]
         self.transitions = [p for p in props if p.kind == "transition"]
-        self.decode = decode
-        self.encode = encode
+        self.codec = codec
         self.canon = canon
         self.name_id = {n: i for i, n in enumerate(model.action_names())}
         self.effects = {n: ACTION_SPECS[n].effect for n in model.action_names()}
 
-    def expand(self, key, open_props=None) -> Record:
+    def expand(self, key, open_props=None) -> tuple:
         m = self.m
-        s = self.decode(key)
+        s, sgids = self.codec.decode_gids(key)
         viols = ()
         for p in self.invariants:
             if open_props is None or p.name in open_props:
@@ -58,20 +61,20 @@ class Expander:
                 if msg:
                     viols += ((p.name, msg),)
         if not m.constraint(s):
-            return Record(viols, False, [], False)
+            return (viols, False, [], False)
         steps = []
         frees = False
-        encode, canon, name_id, effects = self.encode, self.canon, self.name_id, self.effects
+        codec, canon, name_id, effects = self.codec, self.canon, self.name_id, self.effects
         transitions = [p for p in self.transitions if open_props is None or p.name in open_props]
         dev0 = s.ranks[0].dev_free
         for pos, a in enumerate(m.actions(s)):
             t = effects[a.name](m, s, a)
             if canon is None:
-                tkey = encode(t)
+                tkey, t = codec.encode_step(t, s, sgids)
                 stutter = tkey == key
             else:
                 stutter = t == s
-                tkey = key if stutter else encode(canon(t))
+                tkey = key if stutter else codec.encode_canonical(canon(t))[0]
             tv = ()
             if not stutter:
                 for p in transitions:
@@ -80,5 +83,5 @@ class Expander:
                         tv += ((p.name, msg),)
                 if a.name == "evict" and t.ranks[0].dev_free > dev0:
                     frees = True
-            steps.append(Step(pos, name_id[a.name], tkey, stutter, tv))
-        return Record(viols, True, steps, frees)
+            steps.append((pos, name_id[a.name], tkey, stutter, tv))
+        return (viols, True, steps, frees)

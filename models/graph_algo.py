@@ -10,18 +10,21 @@ from collections import deque
 from typing import Optional
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+# scipy is imported where it is used: every command loads this module (model files name
+# liveness properties), and importing scipy.sparse costs about a second.
 
 
 def edges(search):
-    src = np.frombuffer(search.src, dtype=np.int64) if len(search.src) else np.zeros(0, np.int64)
-    dst = np.frombuffer(search.dst, dtype=np.int64) if len(search.dst) else np.zeros(0, np.int64)
+    src = np.frombuffer(search.src, dtype=np.int32).astype(np.int64) if len(search.src) else np.zeros(0, np.int64)
+    dst = np.frombuffer(search.dst, dtype=np.int32).astype(np.int64) if len(search.dst) else np.zeros(0, np.int64)
     kind = np.frombuffer(bytes(search.kind), dtype=np.uint8)
     return src, dst, kind
 
 
-def _csr(n: int, src, dst) -> csr_matrix:
+def _csr(n: int, src, dst):
+    from scipy.sparse import csr_matrix
+
     data = np.ones(len(src), dtype=np.int8)
     return csr_matrix((data, (src, dst)), shape=(n, n))
 
@@ -40,6 +43,8 @@ def reach(n: int, src, dst, seeds, allowed_nodes=None) -> np.ndarray:
     # One extra node n feeds every seed: a single BFS from it.
     s2 = np.concatenate([src, np.full(len(seeds), n, dtype=np.int64)])
     d2 = np.concatenate([dst, seeds])
+    from scipy.sparse.csgraph import breadth_first_order
+
     order = breadth_first_order(_csr(n + 1, s2, d2), n, directed=True, return_predecessors=False)
     out[order[order < n]] = True
     return out
@@ -47,6 +52,8 @@ def reach(n: int, src, dst, seeds, allowed_nodes=None) -> np.ndarray:
 
 def scc_labels(n: int, src, dst):
     """(count, label per node) of the strongly connected components."""
+    from scipy.sparse.csgraph import connected_components
+
     return connected_components(_csr(n, src, dst), directed=True, connection="strong")
 
 

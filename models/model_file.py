@@ -48,8 +48,16 @@ _INT_KEYS = {
     "fail_close_after": (1, 16),
     "digest_bits": (2, 64),
     "max_lock": (1, 16),
+    "load_back_threshold": (1, 16),
 }
 _BOOL_KEYS = ("storage", "prefetch", "mirror_release", "duplicate_reclaim", "single_writer", "cp_planner")
+# Options (docs/spec.md, "Options"): deliberate behaviours of other HiCache versions;
+# every default is the seeds' protocol. models/library/sglang/ sets SGLang 0.5.23's.
+_OPTION_KEYS = (
+    "backup_chain", "evict_host_shortfall", "backup_path_lock", "storage_per_node",
+    "lbp_write_back_only", "settled_duplicates", "wb_drop_unbacked",
+)
+_BOOL_KEYS += _OPTION_KEYS
 _MODEL_KEYS = set(_INT_KEYS) | set(_BOOL_KEYS) | {
     "name", "description", "requests", "policy", "faults", "variants",
 }
@@ -241,7 +249,10 @@ def default_properties(cfg: Config) -> List[str]:
     # Liveness of the host channel is promised for a storage tier that does not fail
     # backups: after a failed backup seed 000 keeps the mirror by design (see
     # models/library/findings/mirror-pinned-after-failed-backup.toml).
-    if cfg.storage and cfg.mirror_release and "partial_storage" not in cfg.faults:
+    # A target below the longest request makes the channel unprovable by construction
+    # (parse() rejects that combination when host_channel is asked for explicitly).
+    admits_longest = cfg.host_free_target >= max(len(r) for r in cfg.requests)
+    if cfg.storage and cfg.mirror_release and "partial_storage" not in cfg.faults and admits_longest:
         # Both forms: possibility (a path admits it) and liveness under weak fairness
         # (every fair run admits it; a violation is a lasso), tiercheck.models.liveness.
         props += ["host_channel", "host_channel_fair"]

@@ -2,7 +2,8 @@
 
 Per state the search keeps its packed key (a bijective encoding, see
 tiercheck.models.codec), its parent's index and the position of the action that reached
-it: about 100 bytes a state, so 10^7 states fit in about 1-2 GiB. Full states are rebuilt
+it: measured about 650 bytes a state with the graph kept (models/CHECKER.md), so
+10^7 states fit in about 7 GiB. Full states are rebuilt
 by decoding keys; traces are rebuilt by re-executing the recorded action positions from
 the initial state (tiercheck.models.replay).
 
@@ -49,7 +50,7 @@ class Search:
     def __init__(
         self,
         model,
-        props,
+        open_names,
         codec,
         expander: Expander,
         need_graph: bool = False,
@@ -61,7 +62,9 @@ class Search:
         progress_every: float = 2.0,
     ):
         self.m = model
-        self.props = props
+        # Properties still open; the search stops early once every one is violated.
+        self.open_names = set(open_names)
+        self.init_keys = None  # set by the caller under symmetry (orbit representatives)
         self.codec = codec
         self.expander = expander
         self.need_graph = need_graph
@@ -73,15 +76,16 @@ class Search:
         self.progress_every = progress_every
         # Per state, by index.
         self.keys: list = []
-        self.parent = array("l")
+        self.parent = array("i")  # < 2^31 states
         self.via = array("H")  # action position in model.actions(parent)
         self.level_start: List[int] = []
-        self.index: dict = {}  # key -> index
+        # key -> index when the graph is kept (edges need the index of known states),
+        # else just the set of keys.
+        self.index = {} if need_graph else set()
         # The explored graph (non-stuttering steps), kept when liveness/progress need it.
-        self.src, self.dst, self.kind = array("l"), array("l"), bytearray()
+        self.src, self.dst, self.kind = array("i"), array("i"), bytearray()
         self.frees = bytearray()  # per state: some evict step frees a device page
         self.expanded = bytearray()  # per state: 1 if expanded (inside the constraint)
-        self.stutters: Dict[int, bytes] = {}  # state -> action-name ids of stuttering steps
         self.hits: Dict[str, List[Hit]] = {}
         self.stats = SearchStats()
 
@@ -90,7 +94,10 @@ class Search:
     def _add(self, key, parent: int, pos: int) -> int:
         i = len(self.keys)
         self.keys.append(key)
-        self.index[key] = i
+        if self.need_graph:
+            self.index[key] = i
+        else:
+            self.index.add(key)
         self.parent.append(parent)
         self.via.append(pos)
         return i
@@ -99,10 +106,12 @@ class Search:
         m, st = self.m, self.stats
         names = m.action_names()
         cov = [[0, 0] for _ in names]
-        open_props = {p.name for p in self.props}
+        open_props = set(self.open_names)
         self.open_props = open_props
-        for s in m.init_states():
-            k = self.codec.encode(s)
+        init = self.init_keys
+        if init is None:
+            init = [self.codec.encode(s) for s in m.init_states()]
+        for k in init:
             if k not in self.index:
                 self._add(k, -1, 0)
         t0 = time.monotonic()
@@ -116,36 +125,35 @@ class Search:
             self.level_start.append(lo)
             records = self._records(lo, hi, open_props)
             i = lo - 1
-            for i, rec in records:
-                for name, msg in rec.viols:
+            for i, (viols, expanded, steps, rec_frees) in records:
+                for name, msg in viols:
                     self._hit(name, msg, i)
-                if not rec.expanded:
+                if not expanded:
                     self.frees.append(0)
                     self.expanded.append(0)
                     continue
                 self.expanded.append(1)
-                for stp in rec.steps:
-                    c = cov[stp.name]
+                for pos, name_id, key, stutter, tviols in steps:
+                    c = cov[name_id]
                     c[0] += 1
                     st.transitions += 1
-                    if stp.stutter:
-                        if need_graph:
-                            self.stutters[i] = self.stutters.get(i, b"") + bytes((stp.name,))
+                    if stutter:
                         continue
                     c[1] += 1
-                    key = stp.key
                     if resolve is not None and type(key) is not int:
                         key = resolve(key)
-                    for name, msg in stp.viols:
-                        self._hit(name, msg, i, stp.pos, key)
-                    j = self.index.get(key)
-                    if j is None:
-                        j = self._add(key, i, stp.pos)
+                    for name, msg in tviols:
+                        self._hit(name, msg, i, pos, key)
                     if need_graph:
+                        j = self.index.get(key)
+                        if j is None:
+                            j = self._add(key, i, pos)
                         self.src.append(i)
                         self.dst.append(j)
-                        self.kind.append(stp.name)
-                self.frees.append(1 if rec.frees else 0)
+                        self.kind.append(name_id)
+                    elif key not in self.index:
+                        self._add(key, i, pos)
+                self.frees.append(1 if rec_frees else 0)
                 if not open_props:
                     st.complete, st.stop_reason = False, "every property already violated"
                     stopped = True

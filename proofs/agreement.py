@@ -23,7 +23,7 @@ from .encode.actions import step
 from .encode.ctx import Ctx
 from .ranks import ConcreteRanks, SymbolicRanks
 from .state import SState, rv_same, same_state
-from .sym import and_, eq, not_, or_
+from .sym import and_, const, eq, not_, or_
 from .translate import request_end, to_terms
 from .universe import Universe
 
@@ -81,12 +81,11 @@ def bind(ctx, m: Model, params: dict, a) -> list:
 
 def _solver_with(ctx, extra) -> z3.Solver:
     sol = z3.Solver()
-    sol.add(*ctx.side)
-    sol.add(*ctx.uni.constraints())
-    sol.add(*ctx.cfg.constraints())
+    parts = list(ctx.side) + ctx.uni.constraints() + ctx.cfg.constraints()
     if ctx.space.symbolic:
-        sol.add(*ctx.space.ground())
-    sol.add(*extra)
+        parts += ctx.space.ground()
+    parts += list(extra)
+    sol.add(*[const(x) for x in parts])
     return sol
 
 

@@ -74,29 +74,29 @@ class ProofConfig:
         fix = fix or {}
         kw = {}
         for f in FLAGS:
-            kw[f] = const(fix[f]) if f in fix else z3.Bool(f"cfg_{f}")
+            kw[f] = fix[f] if f in fix else z3.Bool(f"cfg_{f}")
         for f in INTS:
-            kw[f] = const(fix[f]) if f in fix else z3.Int(f"cfg_{f}")
+            kw[f] = fix[f] if f in fix else z3.Int(f"cfg_{f}")
         return ProofConfig(**kw, digest_bits=digest_bits, variants=frozenset(variants), symbolic=True)
 
     @staticmethod
     def from_spec(cfg) -> "ProofConfig":
         return ProofConfig(
-            wb=const(cfg.policy == "write_back"),
-            sel=const(cfg.policy == "write_through_selective"),
-            storage=const(cfg.storage),
-            prefetch=const(cfg.prefetch),
-            mirror=const(cfg.mirror_release),
-            dupr=const(cfg.duplicate_reclaim),
-            single_writer=const(cfg.single_writer),
-            partial_storage=const(cfg.fault("partial_storage")),
-            store_loss=const(cfg.fault("store_loss")),
-            alloc_asymmetry=const(cfg.fault("alloc_asymmetry")),
-            registry_skew=const(cfg.fault("registry_skew")),
-            device_pages=const(cfg.device_pages),
-            host_pages=const(cfg.host_pages),
-            host_free_target=const(cfg.host_free_target),
-            fail_close_after=const(cfg.fail_close_after),
+            wb=cfg.policy == "write_back",
+            sel=cfg.policy == "write_through_selective",
+            storage=cfg.storage,
+            prefetch=cfg.prefetch,
+            mirror=cfg.mirror_release,
+            dupr=cfg.duplicate_reclaim,
+            single_writer=cfg.single_writer,
+            partial_storage=cfg.fault("partial_storage"),
+            store_loss=cfg.fault("store_loss"),
+            alloc_asymmetry=cfg.fault("alloc_asymmetry"),
+            registry_skew=cfg.fault("registry_skew"),
+            device_pages=cfg.device_pages,
+            host_pages=cfg.host_pages,
+            host_free_target=cfg.host_free_target,
+            fail_close_after=cfg.fail_close_after,
             digest_bits=cfg.digest_bits,
             variants=frozenset(cfg.variants),
             symbolic=False,
@@ -106,7 +106,7 @@ class ProofConfig:
     def mirror_release_on(self):
         """storage_path.mirror_release_on."""
         if self.has("host-starvation"):
-            return const(False)
+            return False
         return and_(self.mirror, self.storage, not_(self.wb))
 
     def tracks_digest(self, multi):

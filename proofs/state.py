@@ -68,7 +68,9 @@ class RV(NamedTuple):
         """nodes[e] is not None (e may be symbolic)."""
         if isinstance(e, int):
             return eq(self.own[e], e)
-        return z3.Or(*[and_(e == i, eq(self.own[i], i)) for i in range(self.k)]) if self.k else const(False)
+        from .sym import or_
+
+        return or_(*[and_(eq(e, i), eq(self.own[i], i)) for i in range(self.k)])
 
     def field(self, name: str, e):
         from .sym import sel
@@ -137,6 +139,69 @@ class SState:
         s._memo = self._memo
         return s
 
+    def named(self, tag: str) -> "SState":
+        """The same state with every per-rank field given a name (a fresh function of
+        the rank defined equal to the term). Solvers reason far better about a chain of
+        named intermediate states than about one deeply nested term; with concrete
+        ranks this is the identity."""
+        space = self.space
+        if not space.symbolic:
+            return self
+        generic = self.rank(space.x)
+        names = {}
+        defs = []
+        R = space_sort(space)
+        uid = f"{tag}!{space.tag}.{len(space.facts)}"
+
+        def fresh(path, term, sort):
+            if isinstance(term, (bool, int)) or z3.is_const(term) and term.decl().kind() != z3.Z3_OP_UNINTERPRETED:
+                return None  # a literal: the same at every rank
+            if (z3.is_app(term) and term.num_args() == 1 and term.arg(0).eq(space.x)
+                    and term.decl().kind() == z3.Z3_OP_UNINTERPRETED):
+                return term.decl()  # already a function of the rank
+            fn = z3.Function(f"{uid}.{path}", R, sort)
+            defs.append(fn(space.x) == term)
+            return fn
+
+        for name in RV._fields:
+            v = getattr(generic, name)
+            if isinstance(v, SymList):
+                n_fn = fresh(f"{name}.len", v.n, z3.IntSort())
+                item_fns = [[fresh(f"{name}[{i}].{j}", x, _sort(x)) for j, x in enumerate(it)]
+                            for i, it in enumerate(v.items)]
+                ov_fn = fresh(f"{name}.overflow", v.overflow, z3.BoolSort())
+                names[name] = (n_fn, item_fns, ov_fn)
+            elif isinstance(v, tuple):
+                names[name] = [fresh(f"{name}[{i}]", x, _sort(x)) for i, x in enumerate(v)]
+            else:
+                names[name] = fresh(name, v, _sort(v))
+        if defs:
+            from .ranks import Template
+            from .sym import and_
+
+            space.facts.append(Template(and_(*defs)))
+
+        def rank_fn(h):
+            base = generic  # only read for fields left unnamed (literals)
+            vals = {}
+            for name in RV._fields:
+                v, nm = getattr(base, name), names[name]
+                if isinstance(v, SymList):
+                    n_fn, item_fns, ov_fn = nm
+                    vals[name] = SymList(
+                        v.cap,
+                        n_fn(h) if n_fn is not None else v.n,
+                        [tuple(f(h) if f is not None else x for f, x in zip(fs, it)) for fs, it in zip(item_fns, v.items)],
+                        ov_fn(h) if ov_fn is not None else v.overflow,
+                    )
+                elif isinstance(v, tuple):
+                    vals[name] = tuple(f(h) if f is not None else x for f, x in zip(nm, v))
+                else:
+                    vals[name] = nm(h) if nm is not None else v
+            return RV(**vals)
+
+        return SState(space, rank_fn, self.hung, self.halted)
+
     def only(self, rank_handle, f: Callable) -> "SState":
         """Only rank ``rank_handle`` runs ``f`` (a local step)."""
         space = self.space
@@ -146,6 +211,55 @@ class SState:
             return rv_ite(space.same(h, rank_handle), f(h, rv), rv)
 
         return SState(space, fn, self.hung, self.halted)
+
+
+class PerRank:
+    """A per-rank value (e.g. pages freed so far on that rank), memoised per handle."""
+
+    def __init__(self, space, fn: Callable):
+        self.space = space
+        self._fn = fn
+        self._memo = {}
+
+    def __call__(self, h):
+        key = _key(h)
+        if key not in self._memo:
+            self._memo[key] = self._fn(h)
+        return self._memo[key]
+
+    def named(self, tag: str) -> "PerRank":
+        space = self.space
+        if not space.symbolic:
+            return self
+        t = self(space.x)
+        if isinstance(t, (bool, int)):
+            return self
+        from .ranks import Template
+
+        fn = z3.Function(f"{tag}!{space.tag}.{len(space.facts)}", space_sort(space), _sort(t))
+        space.facts.append(Template(fn(space.x) == t))
+        return PerRank(space, lambda h: fn(h))
+
+
+def map_pair(state: "SState", f: Callable):
+    """Every rank runs ``f(h, rv) -> (rv', value)``: (new state, per-rank values)."""
+    memo = {}
+
+    def both(h):
+        key = _key(h)
+        if key not in memo:
+            memo[key] = f(h, state.rank(h))
+        return memo[key]
+
+    return SState(state.space, lambda h: both(h)[0], state.hung, state.halted), PerRank(state.space, lambda h: both(h)[1])
+
+
+def _sort(x):
+    if isinstance(x, bool):
+        return z3.BoolSort()
+    if isinstance(x, int):
+        return z3.IntSort()
+    return x.sort()
 
 
 def rv_ite(c, a: RV, b: RV) -> RV:
@@ -177,8 +291,18 @@ def state_ite(c, a: SState, b: SState) -> SState:
 # --- symbolic states --------------------------------------------------------------------
 
 
-def symbolic_state(space, k: int, name: str) -> SState:
-    """A state whose every field is an uninterpreted function of the rank."""
+REPLICA_SCALARS = ("dev_free", "host_free", "relq_n", "relq_sum", "mismatch", "closed")
+REPLICA_LISTS = ("wq", "lq", "sq")
+
+
+def symbolic_state(space, k: int, name: str, shared: bool = False) -> SState:
+    """A state whose every field is an uninterpreted function of the rank.
+
+    ``shared``: the replicated fields (the tree, its tier states, pools, replicated
+    queues: spec/properties.py ``replica``, plus the mismatch count) are rank 0's on
+    every rank, i.e. exactly the states in which the replicas agree. Obligations are
+    split into that case and the one where replicas differ (only allowed while a digest
+    check is bound to fire): proofs.obligations."""
     R = space_sort(space)
     I, B = z3.IntSort(), z3.BoolSort()
     fns = {}
@@ -202,10 +326,17 @@ def symbolic_state(space, k: int, name: str) -> SState:
         lists[fld] = (n, items)
 
     def rank_fn(h):
-        vals = {fld: tuple(fn(h) for fn in fs) for fld, fs in per_page.items()}
-        vals.update({fld: fn(h) for fld, fn in scalars.items()})
+        r0 = space.r0 if shared else h
+        at = lambda fld: r0 if fld in ("own",) + NODE_FIELDS else h
+        vals = {fld: tuple(fn(at(fld)) for fn in fs) for fld, fs in per_page.items()}
+        vals.update({fld: fn(r0 if fld in REPLICA_SCALARS else h) for fld, fn in scalars.items()})
         for fld, (n, items) in lists.items():
-            vals[fld] = SymList(k, n(h), [tuple(c(h) for c in it) for it in items])
+            if fld in REPLICA_LISTS:
+                vals[fld] = SymList(k, n(r0), [tuple(c(r0) for c in it) for it in items])
+            elif fld == "pq":  # request, anchor, k, n replicated; pdone per rank
+                vals[fld] = SymList(k, n(r0), [tuple(c(r0) if j < 4 else c(h) for j, c in enumerate(it)) for it in items])
+            else:
+                vals[fld] = SymList(k, n(h), [tuple(c(h) for c in it) for it in items])
         return RV(**vals)
 
     hung = z3.Int(f"{name}.hung")

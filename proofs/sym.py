@@ -15,6 +15,20 @@ import z3
 
 TRUE = z3.BoolVal(True)
 FALSE = z3.BoolVal(False)
+_CTX = z3.main_ctx()
+
+
+def _mk_nary(mk, args):
+    """z3.And/z3.Or without the Python-level coercion (args are BoolRefs)."""
+    n = len(args)
+    arr = (z3.Ast * n)()
+    for i, a in enumerate(args):
+        arr[i] = a.as_ast()
+    return z3.BoolRef(mk(_CTX.ref(), n, arr), _CTX)
+
+
+def _as_bool(x):
+    return z3.BoolVal(x) if isinstance(x, bool) else x
 
 
 def const(x):
@@ -27,16 +41,55 @@ def const(x):
 
 
 def py(x):
-    """The Python value of ``x`` when it is known at encoding time, else None."""
+    """The Python value of ``x`` when it is known at encoding time, else None.
+
+    Concrete encodings keep plain Python ints and bools wherever they can, so most of a
+    concrete step is evaluated by Python itself; this test must be cheap."""
     if isinstance(x, (bool, int)):
         return x
-    if z3.is_true(x):
-        return True
-    if z3.is_false(x):
-        return False
-    if z3.is_int_value(x):
+    if isinstance(x, z3.IntNumRef):
         return x.as_long()
+    if isinstance(x, z3.BoolRef):
+        v = z3.Z3_get_bool_value(x.ctx_ref(), x.as_ast())
+        if v == z3.Z3_L_TRUE:
+            return True
+        if v == z3.Z3_L_FALSE:
+            return False
     return None
+
+
+def lt(a, b):
+    ka, kb = py(a), py(b)
+    if ka is not None and kb is not None:
+        return ka < kb
+    return const(a) < const(b)
+
+
+def le(a, b):
+    ka, kb = py(a), py(b)
+    if ka is not None and kb is not None:
+        return ka <= kb
+    return const(a) <= const(b)
+
+
+def add(a, b):
+    ka, kb = py(a), py(b)
+    if ka is not None and kb is not None:
+        return ka + kb
+    if kb == 0:
+        return a
+    if ka == 0:
+        return b
+    return const(a) + const(b)
+
+
+def sub(a, b):
+    ka, kb = py(a), py(b)
+    if ka is not None and kb is not None:
+        return ka - kb
+    if kb == 0:
+        return a
+    return const(a) - const(b)
 
 
 def ite(c, a, b):
@@ -49,7 +102,12 @@ def ite(c, a, b):
     if a is b:
         return a
     if isinstance(a, tuple):
+        if not isinstance(b, tuple):
+            raise TypeError("ite of a tuple and a non-tuple")
         return tuple(ite(c, x, y) for x, y in zip(a, b))
+    ka, kb = py(a), py(b)
+    if ka is not None and ka == kb and type(ka) is type(kb):
+        return a
     return z3.If(c, const(a), const(b))
 
 
@@ -58,12 +116,12 @@ def and_(*xs):
     for x in xs:
         k = py(x)
         if k is False:
-            return FALSE
+            return False
         if k is not True:
             out.append(x)
     if not out:
-        return TRUE
-    return out[0] if len(out) == 1 else z3.And(*out)
+        return True
+    return out[0] if len(out) == 1 else _mk_nary(z3.Z3_mk_and, out)
 
 
 def or_(*xs):
@@ -71,19 +129,19 @@ def or_(*xs):
     for x in xs:
         k = py(x)
         if k is True:
-            return TRUE
+            return True
         if k is not False:
             out.append(x)
     if not out:
-        return FALSE
-    return out[0] if len(out) == 1 else z3.Or(*out)
+        return False
+    return out[0] if len(out) == 1 else _mk_nary(z3.Z3_mk_or, out)
 
 
 def not_(x):
     k = py(x)
     if k is not None:
-        return const(not k)
-    return z3.Not(x)
+        return not k
+    return z3.BoolRef(z3.Z3_mk_not(_CTX.ref(), x.as_ast()), _CTX)
 
 
 def implies(a, b):
@@ -91,9 +149,11 @@ def implies(a, b):
 
 
 def eq(a, b):
+    if isinstance(a, tuple):
+        return and_(*(eq(x, y) for x, y in zip(a, b)))
     ka, kb = py(a), py(b)
     if ka is not None and kb is not None:
-        return const(ka == kb)
+        return ka == kb
     if isinstance(a, tuple):
         return and_(*(eq(x, y) for x, y in zip(a, b)))
     return const(a) == const(b)
@@ -104,13 +164,20 @@ def ne(a, b):
 
 
 def sum_(xs):
-    xs = [x for x in xs if py(x) != 0]
-    if not xs:
-        return z3.IntVal(0)
-    total = const(xs[0])
-    for x in xs[1:]:
-        total = total + x
-    return total
+    total = 0
+    terms = []
+    for x in xs:
+        k = py(x)
+        if k is not None:
+            total += k
+        else:
+            terms.append(x)
+    if not terms:
+        return total
+    out = terms[0]
+    for x in terms[1:]:
+        out = out + x
+    return out + total if total else out
 
 
 def count(conds):
@@ -118,15 +185,11 @@ def count(conds):
 
 
 def min2(a, b):
-    return ite(a <= b if not _both_py(a, b) else py(a) <= py(b), a, b)
+    return ite(le(a, b), a, b)
 
 
 def max2(a, b):
-    return ite(a >= b if not _both_py(a, b) else py(a) >= py(b), a, b)
-
-
-def _both_py(a, b):
-    return py(a) is not None and py(b) is not None
+    return ite(le(b, a), a, b)
 
 
 def sel(arr: Sequence, idx, default=None):
@@ -163,7 +226,7 @@ class SymList:
 
     __slots__ = ("cap", "n", "items", "overflow")
 
-    def __init__(self, cap: int, n, items, overflow=FALSE):
+    def __init__(self, cap: int, n, items, overflow=False):
         self.cap = cap
         self.n = n
         self.items = tuple(items)
@@ -174,11 +237,11 @@ class SymList:
         values = [tuple(v) if isinstance(v, tuple) else (v,) for v in values]
         if len(values) > cap:
             raise ValueError(f"{len(values)} items do not fit a list of {cap}")
-        pad = [tuple(const(filler) for _ in range(arity))] * (cap - len(values))
-        return SymList(cap, z3.IntVal(len(values)), [tuple(const(x) for x in v) for v in values] + pad)
+        pad = [tuple(filler for _ in range(arity))] * (cap - len(values))
+        return SymList(cap, len(values), [tuple(v) for v in values] + pad, False)
 
     def valid(self, i: int):
-        return const(i) < self.n if py(self.n) is None else const(i < py(self.n))
+        return lt(i, self.n)
 
     def get(self, i: int):
         return self.items[i]
@@ -188,47 +251,47 @@ class SymList:
         return tuple(sel([it[j] for it in self.items], idx) for j in range(len(self.items[0])))
 
     def append(self, item, cond=True) -> "SymList":
-        item = tuple(const(x) for x in (item if isinstance(item, tuple) else (item,)))
+        item = item if isinstance(item, tuple) else (item,)
         items = tuple(ite(and_(cond, eq(self.n, i)), item, it) for i, it in enumerate(self.items))
-        full = and_(cond, self.n >= self.cap) if py(self.n) is None else and_(cond, const(py(self.n) >= self.cap))
-        return SymList(self.cap, ite(cond, self.n + 1, self.n), items, or_(self.overflow, full))
+        full = and_(cond, le(self.cap, self.n))
+        return SymList(self.cap, ite(cond, add(self.n, 1), self.n), items, or_(self.overflow, full))
 
     def drop(self, k) -> "SymList":
         """Remove the first ``k`` items (0 <= k <= length)."""
         kk = py(k)
         if kk is not None:
             items = self.items[kk:] + (self.items[-1],) * min(kk, self.cap)
-            return SymList(self.cap, self.n - kk, items[: self.cap], self.overflow)
+            return SymList(self.cap, sub(self.n, kk), items[: self.cap], self.overflow)
         items = []
         for i in range(self.cap):
             out = self.items[i]
             for j in range(1, self.cap - i):
                 out = ite(eq(k, j), self.items[i + j], out)
             items.append(out)
-        return SymList(self.cap, self.n - k, items, self.overflow)
+        return SymList(self.cap, sub(self.n, k), items, self.overflow)
 
     def remove_at(self, i: int, cond=True) -> "SymList":
         items = list(self.items)
         shifted = items[:i] + items[i + 1 :] + [items[-1]]
         new = tuple(ite(cond, s, o) for s, o in zip(shifted, items))
-        return SymList(self.cap, ite(cond, self.n - 1, self.n), new, self.overflow)
+        return SymList(self.cap, ite(cond, sub(self.n, 1), self.n), new, self.overflow)
 
     def remove_at_sym(self, idx) -> "SymList":
         """Remove the item at a symbolic index (0 <= idx < length)."""
         items = []
         for j in range(self.cap):
             nxt = self.items[j + 1] if j + 1 < self.cap else self.items[j]
-            items.append(ite(const(j) < idx, self.items[j], nxt))
-        return SymList(self.cap, self.n - 1, items, self.overflow)
+            items.append(ite(lt(j, idx), self.items[j], nxt))
+        return SymList(self.cap, sub(self.n, 1), items, self.overflow)
 
     def filter(self, keep) -> "SymList":
         """Keep the items for which ``keep(item)`` holds, in order."""
         kept = [and_(self.valid(j), keep(self.items[j])) for j in range(self.cap)]
         pos = []
-        acc = z3.IntVal(0)
+        acc = 0
         for j in range(self.cap):
             pos.append(acc)
-            acc = acc + ite(kept[j], 1, 0)
+            acc = add(acc, ite(kept[j], 1, 0))
         items = []
         for k in range(self.cap):
             out = self.items[-1]

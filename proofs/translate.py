@@ -31,33 +31,33 @@ def end_to_request(m, end: int) -> int:
 
 
 def rank_to_rv(m, rs: RankState, store_mask: int, k: int) -> RV:
-    vals = {"own": tuple(const(x) for x in rs.owner)}
+    vals = {"own": tuple(rs.owner)}
     for f in NODE_FIELDS:
         col = []
         for e, n in enumerate(rs.nodes):
             if n is None:
-                col.append(const(e if f == "start" else (False if f in ("lbp", "rel") else 0)))
+                col.append(e if f == "start" else (False if f in ("lbp", "rel") else 0))
             else:
-                col.append(const(getattr(n, f)))
+                col.append(getattr(n, f))
         vals[f] = tuple(col)
-    vals["dev_free"] = const(rs.dev_free)
-    vals["host_free"] = const(rs.host_free)
-    vals["durable"] = tuple(const(bool(rs.durable >> p & 1)) for p in range(k))
-    vals["store"] = tuple(const(bool(store_mask >> p & 1)) for p in range(k))
+    vals["dev_free"] = rs.dev_free
+    vals["host_free"] = rs.host_free
+    vals["durable"] = tuple(bool(rs.durable >> p & 1) for p in range(k))
+    vals["store"] = tuple(bool(store_mask >> p & 1) for p in range(k))
     vals["wq"] = SymList.of(k, rs.wq, 2)
-    vals["wdone"] = const(rs.wdone)
+    vals["wdone"] = rs.wdone
     vals["lq"] = SymList.of(k, rs.lq, 2)
-    vals["ldone"] = const(rs.ldone)
+    vals["ldone"] = rs.ldone
     vals["sq"] = SymList.of(k, rs.sq, 2)
     vals["sdone"] = SymList.of(k, [(a.reported, a.actual) for a in rs.sdone], 2)
     vals["pq"] = SymList.of(
         k, [(request_end(m, q[0]), q[1], q[2], q[3], d) for q, d in zip(rs.pq, rs.pdone)], 5
     )
-    vals["relq_n"] = const(len(rs.relq))
-    vals["relq_sum"] = const(sum(rs.relq))
+    vals["relq_n"] = len(rs.relq)
+    vals["relq_sum"] = sum(rs.relq)
     vals["plan"] = SymList.of(k, rs.plan, 1)
-    vals["mismatch"] = const(rs.mismatch)
-    vals["closed"] = const(rs.closed)
+    vals["mismatch"] = rs.mismatch
+    vals["closed"] = rs.closed
     vals["dups"] = SymList.of(k, rs.dups, 1)
     vals["digest"] = SymList.of(k, rs.digest, 1)
     return RV(**vals)
@@ -72,7 +72,7 @@ def halted_code(s: State) -> int:
 def to_terms(m, s: State, space) -> SState:
     k = m.pages.count
     rvs = [rank_to_rv(m, rs, s.store[r], k) for r, rs in enumerate(s.ranks)]
-    return SState(space, lambda h: rvs[h], const(HUNG[s.hung]), const(halted_code(s)))
+    return SState(space, lambda h: rvs[h], HUNG[s.hung], halted_code(s))
 
 
 # --- a z3 model back to an explicit state ---------------------------------------------------

@@ -32,16 +32,16 @@ class Universe:
         for b in range(k):
             for a in range(k):
                 if a == b:
-                    self.anc[a][b] = z3.BoolVal(True)
+                    self.anc[a][b] = True
                 elif a > b:
-                    self.anc[a][b] = z3.BoolVal(False)  # parents have smaller ids
+                    self.anc[a][b] = False  # parents have smaller ids
                 else:
                     self.anc[a][b] = or_(
                         *(and_(eq(self.parent[b], c), self.anc[a][c]) for c in range(a, b))
                     )
         self.depth = []
         for p in range(k):
-            d = const(1)
+            d = 1
             for c in range(p - 1, -1, -1):
                 d = ite(eq(self.parent[p], c), self.depth[c] + 1, d)
             self.depth.append(d)
@@ -50,12 +50,12 @@ class Universe:
 
     @staticmethod
     def symbolic_universe(k: int, prefix: str = "parent") -> "Universe":
-        parent = [z3.IntVal(-1)] + [z3.Int(f"{prefix}_{p}") for p in range(1, k)]
+        parent = [-1] + [z3.Int(f"{prefix}_{p}") for p in range(1, k)]
         return Universe(k, parent, symbolic=True)
 
     @staticmethod
     def from_pages(pages) -> "Universe":
-        return Universe(pages.count, [z3.IntVal(x) for x in pages.parent], symbolic=False, pages=pages)
+        return Universe(pages.count, list(pages.parent), symbolic=False, pages=pages)
 
     def constraints(self):
         """Well-formedness of a symbolic universe: a preorder-numbered forest."""
@@ -73,8 +73,8 @@ class Universe:
             return self.anc[a][b]
         return or_(
             *(
-                and_(eq(a, x) if not isinstance(a, int) else const(a == x),
-                     eq(b, y) if not isinstance(b, int) else const(b == y),
+                and_(eq(a, x) if not isinstance(a, int) else a == x,
+                     eq(b, y) if not isinstance(b, int) else b == y,
                      self.anc[x][y])
                 for x in (range(self.k) if not isinstance(a, int) else [a])
                 for y in (range(self.k) if not isinstance(b, int) else [b])

@@ -19,6 +19,7 @@ import importlib.metadata as m, torch
 assert m.version("sglang") == "0.5.23", m.version("sglang")
 assert torch.__version__.startswith("2.13.0") and torch.version.cuda is None
 import sglang.srt.mem_cache.unified_radix_cache  # noqa: F401  (the module the adapter drives)
+import tiercheck.conformance.sglang_rank, hypothesis  # noqa: F401,E401  (the adapter itself)
 PY
 }
 
@@ -88,6 +89,12 @@ for mod in "" io ops ops/boxes transforms transforms/functional transforms/v2 tr
 done
 echo '__version__ = "0.0.0+stub"' >> "$STUB/torchvision/__init__.py"
 "${PIP[@]}" --no-deps --no-build-isolation "$STUB"
+
+# tiercheck itself (editable, this checkout) with what its conformance code imports; z3 is
+# left out (only `conform --z3` uses it). coverage measures upstream line coverage.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"${PIP[@]}" "hypothesis>=6.100" "pytest>=8" "networkx>=3.0" "itf-py>=0.5" coverage setuptools
+"${PIP[@]}" --no-deps --no-build-isolation -e "$ROOT"
 
 check || { echo "error: sglang lane venv does not import (see $VENV)" >&2; "$VENV/bin/python" -c \
   "import sglang.srt.mem_cache.unified_radix_cache" ; exit 1; }

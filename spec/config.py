@@ -50,6 +50,16 @@ class Config:
     # Bounds that keep the state space finite.
     max_lock: int = 3
     variants: frozenset = frozenset()
+    # Options: deliberate behaviours of other HiCache versions (docs/spec.md, "Options").
+    # Every default is the seeds' protocol; models/library/sglang/ sets SGLang 0.5.23's.
+    backup_chain: bool = False  # write_through: ancestors first, stop at the first rejection
+    evict_host_shortfall: bool = False  # host admission evicts need - free, not need
+    backup_path_lock: bool = False  # a write-through backup locks the node's whole path
+    storage_per_node: bool = False  # a D->H ack starts one H->L3 backup per node it covers
+    lbp_write_back_only: bool = False  # load_back_pending is marked under write_back only
+    settled_duplicates: bool = False  # loading nodes are no duplicates; the load ack is a birth
+    wb_drop_unbacked: bool = False  # write_back: a victim whose backup is rejected is dropped
+    load_back_threshold: int = 1  # load-backs of fewer pages are refused
 
     @property
     def write_threshold(self) -> int:

@@ -49,6 +49,15 @@ def _prunable(m, rs, e) -> bool:
     )
 
 
+def _droppable(m, rs, e) -> bool:
+    """Option wb_drop_unbacked: nothing in ``e``'s subtree is locked, host-referenced or
+    load-back pending (its descendants are host-only: ``e`` is a device leaf)."""
+    return all(
+        rs.nodes[d].lock == 0 and rs.nodes[d].href == 0 and not rs.nodes[d].lbp
+        for d in subtree(m.pages, rs, e)
+    )
+
+
 def _delete(m, rs, e):
     """_evict_regular of a node with no host copy: free its device copy and delete it.
 
@@ -97,12 +106,14 @@ def evict(m, s, a):
     holder = needs_write.index(True)
     need = node_len(m.pages, ranks[holder], e)
     agree = not cfg.has("partial-backup-leak")
-    ranks, oks = allocate_host(m, ranks, need, frozenset(a.get("fail", ())), agree)
+    ranks, oks = allocate_host(m, ranks, need, frozenset(a.get("fail", ())), agree, cfg.evict_host_shortfall)
     for r, rs in enumerate(ranks):
         if not needs_write[r]:
             ranks[r] = _evict_on_rank(m, rs, e)
             continue
         if not oks[r]:
+            if cfg.wb_drop_unbacked and _droppable(m, rs, e):
+                ranks[r] = _delete(m, rs, e)  # drop_subtree_no_host
             continue
         n = rs.nodes[e]
         rs = rs._replace(host_free=rs.host_free - need)

@@ -85,30 +85,34 @@ def evict_host(m, rs: RankState, need: int) -> RankState:
     return rs
 
 
-def allocate_host(m, ranks, need: int, failing=frozenset(), agree=True):
+def allocate_host(m, ranks, need: int, failing=frozenset(), agree=True, shortfall=False):
     """Host allocation for ``need`` pages on every rank, with evict_host as the fallback.
 
     Returns (ranks, ok per rank); the caller takes the pages where ok. ``failing`` are the
     ranks whose pinned allocation fails this time (the alloc_asymmetry fault). In the fixed
     protocol the outcome is agreed (a MIN all-reduce of the local results) before and after
     the fallback eviction, which runs on every rank, so replicas stay identical. The
-    partial-backup-leak variant lets each rank go its own way.
+    partial-backup-leak variant lets each rank go its own way. ``shortfall`` (option
+    evict_host_shortfall): the fallback asks evict_host for what is missing, not ``need``.
     """
     ranks = list(ranks)
 
     def local_ok(i):
         return i not in failing and ranks[i].host_free >= need
 
+    def evict(rs):
+        return evict_host(m, rs, max(0, need - rs.host_free) if shortfall else need)
+
     if agree:
         if all(local_ok(i) for i in range(len(ranks))):
             return ranks, [True] * len(ranks)
-        ranks = [evict_host(m, rs, need) for rs in ranks]
+        ranks = [evict(rs) for rs in ranks]
         ok = all(local_ok(i) for i in range(len(ranks)))
         return ranks, [ok] * len(ranks)
     oks = []
     for i in range(len(ranks)):
         if not local_ok(i):
-            ranks[i] = evict_host(m, ranks[i], need)
+            ranks[i] = evict(ranks[i])
         oks.append(local_ok(i))
     return ranks, oks
 

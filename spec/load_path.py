@@ -16,7 +16,7 @@ from .state import (
     path_to_root,
 )
 from .sync import digest_round
-from .tree import lock_path, update_node
+from .tree import lock_path, register_duplicate, update_node
 
 
 def nodes_to_load(m, rs, end):
@@ -46,6 +46,8 @@ def load_back_guard(m, s, a):
         if any(rs.nodes[x].host != HOST_RESIDENT for x in chain):
             return False
         total = sum(node_len(m.pages, rs, x) for x in chain)
+        if total < m.cfg.load_back_threshold:
+            return False  # too short to be worth a copy: the request recomputes it
         if total > rs.dev_free:
             if not m.cfg.cp_planner:
                 return False  # the scheduler evicts first (separate evict steps)
@@ -60,6 +62,8 @@ def load_back(m, s, a):
     whole evicted chain ("all or nothing"), mark its nodes load_back_pending. With the CP
     planner, each rank first plans and evicts the victims that make room."""
     e = a["node"]
+    cfg = m.cfg
+    mark = cfg.write_back or not cfg.lbp_write_back_only
     ranks = []
     for rs in s.ranks:
         chain = nodes_to_load(m, rs, e)
@@ -68,7 +72,7 @@ def load_back(m, s, a):
             path = set(path_to_root(m.pages, rs, e))
             rs = evict_victims(m, rs, plan_victims(m, rs, total - rs.dev_free, path))
         for x in chain:
-            rs = update_node(rs, x, dev=LOADING, lbp=True)
+            rs = update_node(rs, x, dev=LOADING, lbp=mark)
         rs = lock_path(m, rs, e, +1)
         first = rs.nodes[chain[0]].start
         rs = rs._replace(dev_free=rs.dev_free - total, lq=rs.lq + ((first, e),))
@@ -112,8 +116,13 @@ def loading_check(m, s, a):
     ranks = []
     for rs in s.ranks:
         for start, end in rs.lq[:n]:
-            for x in nodes_covering(m.pages, rs, start, end):
+            loaded = nodes_covering(m.pages, rs, start, end)
+            for x in loaded:
                 rs = update_node(rs, x, dev=RESIDENT, lbp=False)
+            if m.cfg.settled_duplicates:
+                # finish_load_back walks from the anchor to the root: a birth point.
+                for x in reversed(loaded):
+                    rs = register_duplicate(m, rs, x)
             if rs.nodes[end] is not None:
                 rs = lock_path(m, rs, end, -1)
         ranks.append(rs._replace(lq=rs.lq[n:], ldone=rs.ldone - n))

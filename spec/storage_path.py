@@ -103,9 +103,20 @@ def prepare_plan(m, rs):
     return tuple(plan)
 
 
-def plan_triple(m, rs):
-    tokens = sum(node_len(m.pages, rs, e) for e in rs.plan if rs.nodes[e] is not None)
-    return (len(rs.plan), tokens, plan_digest(m.cfg, rs.plan))
+def committable(m, rs):
+    """The entries of last round's plan that are still release candidates on this rank,
+    judged before this round's acks (what the rank proposes and would execute)."""
+    return tuple(e for e in rs.plan if is_redundant_mirror(m, rs, e))
+
+
+def plan_triple(m, rs, entries):
+    """(count, tokens, digest): the plan's length, and the tokens and digest of the
+    entries this rank would commit. Tokens and digest cover the committable entries, not
+    the whole plan: durable marks are per rank, so a stale entry can be live on one rank
+    and not on another, and agreeing on the plan alone let one rank release a mirror the
+    other kept (found by the checker on wt-mirror-2r)."""
+    tokens = sum(node_len(m.pages, rs, e) for e in entries)
+    return (len(rs.plan), tokens, plan_digest(m.cfg, entries))
 
 
 def execute_plan(m, rs, plan):
@@ -159,12 +170,14 @@ def drain_storage_control_queues(m, s, a):
     nr = min(len(rs.relq) for rs in s.ranks)
     completed = [_synced_completed(m, s, i) for i in range(nb)]
     mirror = mirror_release_on(m)
+    # The plan triples ride this round's all-reduce, so they are taken before its acks.
+    entries = [committable(m, rs) for rs in s.ranks] if mirror else None
     ranks = [
         _drain_rank(m, rs, nb, nr, tuple([completed[i][r] for i in range(nb)]))
         for r, rs in enumerate(s.ranks)
     ]
     if mirror:
-        ranks = _release_round(m, ranks)
+        ranks = _release_round(m, ranks, entries)
     return s._replace(ranks=tuple(ranks))
 
 
@@ -195,9 +208,12 @@ def _drain_rank(m, rs, nb, nr, completed):
     )
 
 
-def _release_round(m, ranks):
+def _release_round(m, ranks, entries):
     """Commit last round's plans if every rank proposed the identical (count, tokens,
-    digest) triple (one MIN all-reduce of negated pairs), then prepare the next plans."""
+    digest) triple (one MIN all-reduce of negated pairs), then prepare the next plans.
+    ``entries``: per rank, the committable entries of its plan (taken before the acks;
+    an ack never makes a candidate stop being one, it only drops references and adds
+    durable marks)."""
     cfg = m.cfg
     if any(rs.closed for rs in ranks):
         return ranks
@@ -205,12 +221,12 @@ def _release_round(m, ranks):
         # Mutation before consensus: each rank runs its own fresh plan at once.
         return [execute_plan(m, rs, prepare_plan(m, rs)) for rs in ranks]
     if any(rs.plan for rs in ranks):
-        triples = [plan_triple(m, rs) for rs in ranks]
+        triples = [plan_triple(m, rs, e) for rs, e in zip(ranks, entries)]
         agree = all(
             negated_pairs_agree([t[f] for t in triples], cfg.digest_bits) for f in range(3)
         )
         if agree:
-            ranks = [_commit_plan(m, rs) for rs in ranks]
+            ranks = [_commit_plan(m, rs, e) for rs, e in zip(ranks, entries)]
         else:
             mism = ranks[0].mismatch + 1
             closed = mism >= cfg.fail_close_after
@@ -221,8 +237,8 @@ def _release_round(m, ranks):
 
 
 @per_model
-def _commit_plan(m, rs):
-    return execute_plan(m, rs, rs.plan)._replace(mismatch=0)
+def _commit_plan(m, rs, entries):
+    return execute_plan(m, rs, entries)._replace(mismatch=0)
 
 
 @per_model

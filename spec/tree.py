@@ -112,6 +112,8 @@ def register_duplicate(m, rs: RankState, end: int) -> RankState:
         return rs
     if end in rs.dups or not is_duplicate(rs, end):
         return rs
+    if cfg.settled_duplicates and rs.nodes[end].lbp:
+        return rs  # still read by a load-back: it joins the registry at the load's ack
     return rs._replace(dups=rs.dups + (end,))
 
 

@@ -16,7 +16,7 @@ from .state import (
     nodes_covering,
 )
 from .sync import digest_round, tracks_digest
-from .tree import add_node, register_duplicate, set_node, split_node, update_node
+from .tree import add_node, lock_path, register_duplicate, set_node, split_node, update_node
 
 
 # --- insert -------------------------------------------------------------------------
@@ -100,23 +100,36 @@ def write_backup(m, ranks, per_rank_nodes, failing=frozenset()):
 
     Allocation is agreed across ranks (see allocate_host); where it fails the write is
     rejected (hicache_write_rejected_tokens_total{reason="host_alloc_failed"}).
+    Option backup_chain: the nodes are the request's path top-down, each staged after its
+    unbacked ancestors; once a rank rejects one, its later (descendant) nodes are not
+    staged. Option backup_path_lock: the write locks the node's whole path to the root.
     """
+    cfg = m.cfg
     ranks = list(ranks)
-    agree = not m.cfg.has("partial-backup-leak")
+    agree = not cfg.has("partial-backup-leak")
+    stopped = [False] * len(ranks)
     for i in range(max(len(x) for x in per_rank_nodes)):
-        wanted = [x[i] if i < len(x) else None for x in per_rank_nodes]
+        wanted = [x[i] if i < len(x) and not stopped[r] else None for r, x in enumerate(per_rank_nodes)]
+        if all(e is None for e in wanted):
+            break
         end = next(e for e in wanted if e is not None)
         need = node_len(m.pages, ranks[wanted.index(end)], end)
         if agree and any(e != end for e in wanted):
             oks = [False] * len(ranks)  # replicas disagree on what to stage: nobody does
         else:
-            ranks, oks = allocate_host(m, ranks, need, failing, agree)
+            ranks, oks = allocate_host(m, ranks, need, failing, agree, cfg.evict_host_shortfall)
         for r, rs in enumerate(ranks):
-            if not oks[r] or wanted[r] is None:
+            if wanted[r] is None:
+                continue
+            if not oks[r]:
+                stopped[r] = cfg.backup_chain
                 continue
             n = rs.nodes[end]
             rs = rs._replace(host_free=rs.host_free - need, wq=rs.wq + ((n.start, end),))
-            ranks[r] = set_node(rs, end, n._replace(host=WRITING, lock=n.lock + 1))
+            if cfg.backup_path_lock:
+                ranks[r] = lock_path(m, set_node(rs, end, n._replace(host=WRITING)), end, +1)
+            else:
+                ranks[r] = set_node(rs, end, n._replace(host=WRITING, lock=n.lock + 1))
     return tuple(ranks)
 
 
@@ -195,21 +208,27 @@ def writing_check(m, s, a):
 @per_model
 def commit_writes(m, rs, n):
     """Commit the first ``n`` D->H copies: host resident, write lock dropped, storage
-    backup started (write_backup_storage: protect_host + H->L3 op)."""
+    backup started (write_backup_storage: protect_host + H->L3 op; option
+    storage_per_node: one op per node the copy covers, split halves included)."""
     cfg = m.cfg
+    path_lock = cfg.backup_path_lock and not cfg.write_back
     for start, end in rs.wq[:n]:
-        for e in nodes_covering(m.pages, rs, start, end):
+        covering = nodes_covering(m.pages, rs, start, end)
+        for e in covering:
             node = rs.nodes[e]
             rs = update_node(
                 rs,
                 e,
                 host=HOST_RESIDENT,
-                lock=node.lock - (0 if cfg.write_back else 1),
+                lock=node.lock - (0 if cfg.write_back or path_lock else 1),
                 href=node.href + (1 if cfg.storage else 0),
             )
             rs = register_duplicate(m, rs, e)
+        if path_lock:
+            rs = lock_path(m, rs, end, -1)
         if cfg.storage:
-            rs = rs._replace(sq=rs.sq + ((start, end),))
+            ops = tuple((rs.nodes[e].start, e) for e in covering) if cfg.storage_per_node else ((start, end),)
+            rs = rs._replace(sq=rs.sq + ops)
     return rs._replace(wq=rs.wq[n:], wdone=rs.wdone - n)
 
 

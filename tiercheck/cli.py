@@ -1,26 +1,31 @@
 """The `tiercheck` console script: one parser, one module per subcommand.
 
 Each module in tiercheck/commands/ exposes ``NAME``, ``HELP``, ``add_arguments(parser)``
-and ``run(args) -> int``. Adding a subcommand means adding a module and listing it in
-COMMANDS; nothing else here changes.
+and ``run(args) -> int``. Adding a subcommand means adding a module there; the parser
+finds it, in the order of ``ORDER`` first and then by name.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import pkgutil
 import sys
+
+import tiercheck.commands
 
 from tiercheck.errors import UserError
 
-COMMANDS = [
-    "check",
-    "suite",
-    "generate",
-    "replay",
-    "conform",
-    "demo",
-]
+# The everyday commands first in --help; any other module follows by name.
+ORDER = ["check", "suite", "show", "prove", "generate", "conform", "replay", "demo"]
+
+
+def command_names() -> list[str]:
+    found = {m.name for m in pkgutil.iter_modules(tiercheck.commands.__path__) if not m.name.startswith("_")}
+    return [n for n in ORDER if n in found] + sorted(found - set(ORDER))
+
+
+COMMANDS = command_names()
 
 
 def build_parser() -> argparse.ArgumentParser:

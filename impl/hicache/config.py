@@ -48,6 +48,10 @@ class HiCacheConfig:
     # load_back evicts device victims itself when the chain does not fit (seed 004); with
     # False the scheduler must make room first (the spec's load_back, used by conformance).
     load_back_evicts: bool = True
+    # Context parallelism (seed 004 header): load_back makes its own device room with the
+    # owner-lane planner of tiercheck.impl.cp (victims by contribution, ties by a strict
+    # order over replicated state), whatever load_back_evicts says.
+    cp_planner: bool = False
     device: str | None = None  # None: cuda when available, else cpu
     poison_on_free: bool = True  # freed pages read as garbage at once (catches use-after-free)
     durable_capacity: int | None = None  # bound of the durable LRU (None: unbounded)

@@ -34,13 +34,14 @@ ACTIONS = {
     "check_prefetch_progress": (SYNC, "check_prefetch_progress"),
     "store_lose": (ENV, "store_lose"),
     "registry_skew": (ENV, "registry_skew"),
+    "local_access": (LOCAL, "local_access"),
 }
 
 # Rank methods a group may call (the gloo command loop refuses anything else).
 CALLABLE = frozenset(
     {m for _, m in ACTIONS.values()}
     | {"evict", "match_prefix", "check_events", "snapshot", "verify", "metrics_dict",
-       "storage_fault", "insert_need", "pending"}
+       "storage_fault", "insert_need", "pending", "lock_request"}
 )
 
 
@@ -98,6 +99,11 @@ class HiCacheGroup:
     def match_prefix(self, tokens):
         return self._replicated("match_prefix", (list(tokens),))
 
+    def lock_request(self, path, delta: int):
+        """A running request holds (+1) / drops (-1) its prefix on the device (the
+        scheduler's inc_lock_ref / dec_lock_ref); per rank, whether a node ends at path."""
+        return self._replicated("lock_request", (tuple(path),), {"delta": delta})
+
     def check_events(self):
         """One scheduler iteration's rounds: writing_check, loading_check, storage drain."""
         return self._replicated("check_events")
@@ -137,6 +143,10 @@ class HiCacheGroup:
     def registry_skew(self, rank: int):
         return self._local(rank, "registry_skew")
 
+    def local_access(self, rank: int, path):
+        """One rank alone touches the node ending at ``path`` (its local access clock)."""
+        return self._local(rank, "local_access", (tuple(path),))
+
     def storage_fault(self, rank: int, method: str, *args, **kwargs):
         return self._local(rank, "storage_fault", (method,) + args, kwargs)
 
@@ -146,7 +156,7 @@ class HiCacheGroup:
         """One step by its specification name, with implementation-level parameters:
         insert/prefetch_from_storage(tokens, fail=ranks), evict/load_back(node=path),
         *_done(rank[, pages]), prefetch_io(rank, op), check_prefetch_progress(op),
-        store_lose(rank, page=path), registry_skew(rank)."""
+        store_lose(rank, page=path), registry_skew(rank), local_access(rank, node=path)."""
         if name not in ACTIONS:
             raise ValueError(f"unknown step {name!r} (known: {', '.join(ACTIONS)})")
         fail = tuple(params.get("fail", ()))
@@ -168,6 +178,8 @@ class HiCacheGroup:
             return self.prefetch_io(params["rank"], params["op"])
         if name == "store_lose":
             return self.store_lose(params["rank"], params["page"])
+        if name == "local_access":
+            return self.local_access(params["rank"], params["node"])
         return getattr(self, name)(params["rank"])
 
     # -- observation ----------------------------------------------------------------------

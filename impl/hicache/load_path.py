@@ -34,7 +34,10 @@ class LoadPath:
         total = sum(len(x) for x in chain)
         if evict_if_needed is None:
             evict_if_needed = self.cfg.load_back_evicts
-        if total > self.device_pool.available() and evict_if_needed:
+        if total > self.device_pool.available() and self.cfg.cp_planner:
+            if not self._cp_make_room(node, total):  # seed 004: each rank plans its victims
+                return 0
+        elif total > self.device_pool.available() and evict_if_needed:
             self._lock_path(node, +1)  # the chain and its resident ancestors stay meanwhile
             try:
                 self.evict((total - self.device_pool.available()) * self.layout.page_size)

@@ -56,6 +56,8 @@ class Inspect:
             "victims": [p(e) for e in self.victims],
             "last_victims": [p(e) for e in self.last_victims],
             "reclaimed": [p(e) for e in self.reclaimed],  # the last 64 reclaim victims
+            "clock": [p(e) for e in self.local_clock],  # per-rank local access order (CP)
+            "cp_last_plan": list(self.cp_last_plan),
             "store": self._store_contents() if store else None,
         }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .cp_load import CpLoadBack
 from .eviction import Eviction
 from .observe import Inspect
 from .load_path import LoadPath
@@ -11,10 +12,10 @@ from .storage_path import StoragePath
 from .write_path import WritePath
 
 
-class HiCacheRank(WritePath, Eviction, LoadPath, StoragePath, Prefetch, Inspect, RankBase):
+class HiCacheRank(WritePath, Eviction, LoadPath, CpLoadBack, StoragePath, Prefetch, Inspect, RankBase):
     """Every replicated or sync method needs ``self.coll`` bound to a collective handle
     (the group binds it per action); local methods (``*_done``, ``prefetch_io``,
-    ``store_lose``, ``registry_skew``) do not."""
+    ``store_lose``, ``registry_skew``, ``local_access``) do not."""
 
     def registry_skew(self) -> None:
         """Fault hook: this rank's duplicate-registry order drifts (oldest entry to the back)."""
@@ -25,6 +26,19 @@ class HiCacheRank(WritePath, Eviction, LoadPath, StoragePath, Prefetch, Inspect,
 
     def set_host_alloc_fault(self, on: bool) -> None:
         self._fail_host = bool(on)
+
+    def lock_request(self, path, delta: int) -> bool:
+        """inc_lock_ref (+1) / dec_lock_ref (-1) for a running request whose KV ends at
+        token path ``path``: the node ending there and its ancestors stay on the device
+        until the request finishes. Lock and unlock name the same node (a split keeps the
+        lower half's end). False when no node ends there (nothing changed)."""
+        if delta not in (1, -1):
+            raise ValueError(f"lock_request: delta must be +1 or -1, got {delta!r}")
+        node = self._by_path(path)
+        if node is None:
+            return False
+        self._lock_path(node, delta)
+        return True
 
     def match_prefix(self, tokens) -> dict:
         """Longest cached prefix: device pages, host-only pages below them, and the paths

@@ -113,6 +113,7 @@ class RankBase:
         self.durable: collections.OrderedDict[str, int] = collections.OrderedDict()  # hash -> round
         self.drain_round = 0
         self.plan: list[str] = []  # mirror release: last round's prepared plan (end hashes)
+        self._commit: list[str] = []  # this round's committable part of the plan
         self.mismatch = 0
         self.closed = False
         self.dups: dict[str, None] = {}  # duplicate registry (insertion ordered), by end hash
@@ -124,6 +125,10 @@ class RankBase:
         self.stored: set[str] = set()  # pages this rank's backups really stored
         self.lost: set[str] = set()  # pages deleted from this rank's store (store_lose)
         self._fail_host = False  # fault injection: host allocation fails during this step
+        # CP load-back (cp_load.py): this rank's own access order, by end page, least
+        # recent first (per-rank, never replicated); the last plan's victims (end paths).
+        self.local_clock: list[str] = []
+        self.cp_last_plan: list[tuple] = []
 
     # -- collectives -------------------------------------------------------------------------
 

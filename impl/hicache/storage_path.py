@@ -142,9 +142,14 @@ class StoragePath:
         return node.lock_ref == 0 and node.host_ref == 0 and not node.lbp
 
     def _plan_triple(self) -> tuple[int, int, int]:
-        tokens = sum(len(n) for n in map(self.tree.node_at, self.plan) if n is not None)
+        """(count, tokens, digest): the plan's length, and the tokens and digest of the
+        entries this rank would commit (still candidates now, before this round's acks).
+        Durable marks are per rank, so a stale entry can be live on one rank only;
+        agreeing on the plan alone would let one rank release a mirror the other keeps."""
+        self._commit = [e for e in self.plan if self.is_redundant_mirror(self.tree.node_at(e))]
+        tokens = sum(len(self.tree.node_at(e)) for e in self._commit)
         d = dg.digest_of(
-            (dg.node_key(e) for e in self.plan), self.cfg.wire_bits,
+            (dg.node_key(e) for e in self._commit), self.cfg.wire_bits,
             self.cfg.has("negated-pair-overflow"),
         )
         return len(self.plan), tokens, d
@@ -167,7 +172,7 @@ class StoragePath:
         if dg.wrap(-fields[1], bits) > 0:  # some rank has a plan
             agree = all(dg.pair_agrees(fields[i], fields[i + 1], bits) for i in (0, 2, 4))
             if agree:
-                self._execute_plan(self.plan)
+                self._execute_plan(self._commit)  # acks never un-make a candidate
                 self.mismatch = 0
             else:
                 self.mismatch += 1

@@ -8,6 +8,7 @@ Each variant changes only the code path the bug changes: grep ``has("<name>")``.
 from __future__ import annotations
 
 from tiercheck.errors import UserError
+from tiercheck.impl.cp.tiebreak import KNOWN_VARIANTS as PLANNER_VARIANTS
 
 VARIANT_NAMES = frozenset(
     {
@@ -27,7 +28,7 @@ VARIANT_NAMES = frozenset(
         "negated-pair-overflow",
         "orphan-host-subtree",
     }
-)
+) | PLANNER_VARIANTS  # the CP load-back planner's (planner-local-tiebreak), bound in cp_load.py
 
 
 def check_variants(names) -> frozenset:

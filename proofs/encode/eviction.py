@@ -38,7 +38,7 @@ def _prunable(ctx, rv: RV, e):
 
 def _delete(ctx, rv: RV, e, cond):
     under = [below(ctx, rv, e, d) for d in range(ctx.k)]
-    freed_host = const(0)
+    freed_host = 0
     if not ctx.cfg.has("orphan-host-subtree"):
         freed_host = sum_([ite(under[d], node_len(ctx, rv, d), 0) for d in range(ctx.k)])
     new = rv._replace(
@@ -54,7 +54,7 @@ def evict_on_rank(ctx, rv: RV, e, cond=True):
     backed = eq(sel(rv.host, e), HOST_RESIDENT)
     rv = _demote(ctx, rv, e, and_(leaf, backed))
     if ctx.cfg.has("orphan-host-subtree"):
-        deletable = const(True)
+        deletable = True
     else:
         deletable = _prunable(ctx, rv, e)
     return _delete(ctx, rv, e, and_(leaf, not_(backed), deletable))
@@ -71,8 +71,12 @@ def evict(ctx, s, a):
     write_path = and_(cfg.wb, space.any(needs_write))
     plain = s.map(lambda h, rv: evict_on_rank(ctx, rv, e))
     agree = not cfg.has("partial-backup-leak")
-    # holder = the first rank that needs the write (needs_write.index(True)).
-    need = space.first(needs_write, lambda h: node_len(ctx, s.rank(h), e), 0)
+    # holder = the first rank that needs the write (needs_write.index(True)). In the fixed
+    # protocol the replicas a replicated step sees are identical (rank_agreement, and
+    # round_due holds replicated steps back while digests differ), so any such rank
+    # gives the same length; bug variants that let replicas diverge take the first.
+    pick = space.first if cfg.variants else space.some
+    need = pick(needs_write, lambda h: node_len(ctx, s.rank(h), e), 0)
     alloc, oks = allocate_host(ctx, s, need, a["fail"], agree)
 
     def after(h, rv):

@@ -25,30 +25,34 @@ def can_reclaim_duplicate(ctx, rv: RV, end):
     return and_(ok, not_(sel(rv.lbp, end)))
 
 
-def reclaim_duplicates(ctx, rv: RV, need, active=True):
-    """_reclaim_full_host_duplicates: (rank view, pages freed). Two passes over the
-    registry snapshot of each pass; stale entries are dropped as they are met."""
+def _reclaim_item(ctx, rv: RV, freed, need, end, valid, spare_leaves, active):
+    """One registry entry of one pass of _reclaim_full_host_duplicates."""
     cfg = ctx.cfg
     tracks = cfg.tracks_digest(ctx.multi())
-    passes = (False,) if cfg.has("reclaim-demote-leaf") else (True, False)
-    freed = const(0)
+    step = and_(active, valid, freed < need)
+    can = can_reclaim_duplicate(ctx, rv, end)
+    stale = and_(step, not_(can), not_(is_duplicate(ctx, rv, end)))
+    rv = rv._replace(dups=_drop_item(rv.dups, end, stale))
+    take = and_(step, can)
+    if spare_leaves:
+        take = and_(take, not_(is_device_leaf_sym(ctx, rv, end)))
+    freed = ite(take, freed + node_len(ctx, rv, end), freed)
+    rv = free_node_host(ctx, rv, end, take)
+    dups = _drop_item(rv.dups, end, take)
+    digest = rv.digest.append(end, and_(take, tracks))
+    digest = _clear(digest, and_(take, not_(tracks)))
+    return rv._replace(dups=dups, digest=digest), freed
+
+
+def reclaim_duplicates(ctx, rv: RV, need, active=True):
+    """_reclaim_full_host_duplicates on one rank view: (rank view, pages freed). Two
+    passes over the registry snapshot of each pass; stale entries dropped as met."""
+    passes = (False,) if ctx.cfg.has("reclaim-demote-leaf") else (True, False)
+    freed = 0
     for spare_leaves in passes:
         snap = rv.dups
         for j in range(snap.cap):
-            end = snap.items[j][0]
-            step = and_(active, snap.valid(j), freed < need)
-            can = can_reclaim_duplicate(ctx, rv, end)
-            stale = and_(step, not_(can), not_(is_duplicate(ctx, rv, end)))
-            rv = rv._replace(dups=_drop_item(rv.dups, end, stale))
-            take = and_(step, can)
-            if spare_leaves:
-                take = and_(take, not_(is_device_leaf_sym(ctx, rv, end)))
-            freed = ite(take, freed + node_len(ctx, rv, end), freed)
-            rv = free_node_host(ctx, rv, end, take)
-            dups = _drop_item(rv.dups, end, take)
-            digest = rv.digest.append(end, and_(take, tracks))
-            digest = _clear(digest, and_(take, not_(tracks)))
-            rv = rv._replace(dups=dups, digest=digest)
+            rv, freed = _reclaim_item(ctx, rv, freed, need, snap.items[j][0], snap.valid(j), spare_leaves, active)
     return rv, freed
 
 
@@ -64,26 +68,52 @@ def _clear(lst: SymList, cond) -> SymList:
     return SymList(lst.cap, ite(cond, 0, lst.n), lst.items, lst.overflow)
 
 
+def _lru_step(ctx, rv: RV, freed, need, active):
+    """One iteration of evict_host's LRU loop: remove the lowest host leaf."""
+    leaves = [and_(live(rv, e), is_host_leaf(ctx, rv, e), eq(rv.href[e], 0)) for e in range(ctx.k)]
+    go = and_(active, freed < need, or_(*leaves))
+    victim = 0
+    for e in range(ctx.k - 1, -1, -1):
+        victim = ite(leaves[e], e, victim)
+    size = node_len(ctx, rv, victim)
+    removed = remove_nodes(ctx, rv, lambda x: and_(go, eq(victim, x)))
+    return removed._replace(host_free=ite(go, rv.host_free + size, rv.host_free)), ite(go, freed + size, freed)
+
+
 def evict_host(ctx, rv: RV, need, active=True) -> RV:
-    """evict_host(num_tokens): duplicates first (write_back + reclaim), then LRU host
-    leaves (lowest end page first) until ``need`` pages are freed or none is left."""
+    """evict_host(num_tokens) on one rank view: duplicates first (write_back + reclaim),
+    then LRU host leaves (lowest end page first) until ``need`` pages are freed."""
     cfg = ctx.cfg
-    freed = const(0)
-    if not _off(and_(cfg.wb, cfg.dupr)):
-        rv2, freed2 = reclaim_duplicates(ctx, rv, need, and_(active, cfg.wb, cfg.dupr))
-        rv = rv2
-        freed = ite(and_(active, cfg.wb, cfg.dupr), freed2, freed)
+    on = and_(active, cfg.wb, cfg.dupr)
+    freed = 0
+    if not _off(on):
+        rv, freed = reclaim_duplicates(ctx, rv, need, on)
     for _ in range(ctx.k):
-        leaves = [and_(live(rv, e), is_host_leaf(ctx, rv, e), eq(rv.href[e], 0)) for e in range(ctx.k)]
-        go = and_(active, freed < need, or_(*leaves))
-        victim = const(0)
-        for e in range(ctx.k - 1, -1, -1):
-            victim = ite(leaves[e], e, victim)
-        size = node_len(ctx, rv, victim)
-        freed = ite(go, freed + size, freed)
-        removed = remove_nodes(ctx, rv, lambda x, v=victim, g=go: and_(g, eq(v, x)))
-        rv = removed._replace(host_free=ite(go, rv.host_free + size, rv.host_free))
+        rv, freed = _lru_step(ctx, rv, freed, need, active)
     return rv
+
+
+def evict_host_all(ctx, state, need, active):
+    """evict_host on every rank (``active(h)``: whether rank h runs it), as a chain of
+    named intermediate states (see SState.named)."""
+    from ..state import PerRank, map_pair
+
+    cfg = ctx.cfg
+    space = state.space
+    freed = PerRank(space, lambda h: 0)
+    on = lambda h: and_(active(h), cfg.wb, cfg.dupr)
+    if not _off(and_(cfg.wb, cfg.dupr)):
+        passes = (False,) if cfg.has("reclaim-demote-leaf") else (True, False)
+        for p, spare in enumerate(passes):
+            snap = PerRank(space, lambda h, st=state: st.rank(h).dups)
+            for j in range(ctx.k):
+                state, freed = map_pair(state, lambda h, rv, fr=freed, sn=snap, j=j, spare=spare: _reclaim_item(
+                    ctx, rv, fr(h), need, sn(h).items[j][0], sn(h).valid(j), spare, on(h)))
+                state, freed = state.named(f"reclaim{p}.{j}"), freed.named(f"freed{p}.{j}")
+    for i in range(ctx.k):
+        state, freed = map_pair(state, lambda h, rv, fr=freed: _lru_step(ctx, rv, fr(h), need, active(h)))
+        state, freed = state.named(f"lru{i}"), freed.named(f"freed.lru{i}")
+    return state
 
 
 def _off(x) -> bool:
@@ -105,11 +135,11 @@ def allocate_host(ctx, state, need, failing, agree=True):
 
     if agree:
         all_ok = space.all(lambda h: local_ok(h, state.rank(h)))
-        evicted = state.map(lambda h, rv: evict_host(ctx, rv, need, not_(all_ok)))
+        evicted = evict_host_all(ctx, state, need, lambda h: not_(all_ok))
         ok_after = space.all(lambda h: local_ok(h, evicted.rank(h)))
         ok = or_(all_ok, ok_after)
         return evicted, (lambda h: ok)
-    evicted = state.map(lambda h, rv: evict_host(ctx, rv, need, not_(local_ok(h, rv))))
+    evicted = evict_host_all(ctx, state, need, lambda h: not_(local_ok(h, state.rank(h))))
     return evicted, (lambda h: local_ok(h, evicted.rank(h)))
 
 

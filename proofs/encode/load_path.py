@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT
 from ..state import HALT_WHERE, RV, state_ite
-from ..sym import and_, const, eq, implies, ite, not_, or_, sel, sum_
+from ..sym import lt, and_, const, eq, implies, ite, not_, or_, sel, sum_
 from .sync import digest_round
 from .tree import covers, live, lock_path, node_len
 from .write_path import rank_param, rank_view
@@ -46,7 +46,7 @@ def load_back(ctx, s, a):
     def on_rank(h, rv):
         chain = [in_load_chain(ctx, rv, x, e) for x in range(ctx.k)]
         total = sum_([ite(chain[x], node_len(ctx, rv, x), 0) for x in range(ctx.k)])
-        first = const(0)
+        first = 0
         for x in range(ctx.k - 1, -1, -1):  # the top node of the chain has the lowest id
             first = ite(chain[x], rv.start[x], first)
         for x in range(ctx.k):
@@ -75,7 +75,8 @@ def loading_check_params(ctx, s):
 
 
 def loading_check_guard(ctx, s, a):
-    return s.space.min(lambda h: s.rank(h).ldone) > 0
+    # Runs every iteration while loads are in flight; MIN may be 0.
+    return s.space.any(lambda h: s.rank(h).lq.n > 0)
 
 
 def loading_check(ctx, s, a):
@@ -86,7 +87,7 @@ def loading_check(ctx, s, a):
 
     def on_rank(h, rv):
         for i in range(rv.lq.cap):
-            act = const(i) < n
+            act = lt(i, n)
             start, end = rv.lq.items[i]
             for x in range(ctx.k):
                 rv = rv.set_fields(x, and_(act, covers(ctx, rv, start, end, x)), dev=RESIDENT, lbp=False)
@@ -94,4 +95,4 @@ def loading_check(ctx, s, a):
         return rv._replace(lq=rv.lq.drop(n), ldone=rv.ldone - n)
 
     done = s2.map(on_rank)
-    return state_ite(halt, s2.replace(halted=const(HALT_WHERE["loading_check"])), done)
+    return state_ite(halt, s2.replace(halted=HALT_WHERE["loading_check"]), done)

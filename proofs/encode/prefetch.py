@@ -23,7 +23,7 @@ def matched_prefix(ctx, rv: RV, q):
 def path_page(ctx, q, depth):
     """The page of the request path ending at q that has the given depth (1-based)."""
     uni = ctx.uni
-    out = const(0)
+    out = 0
     for p in range(ctx.k - 1, -1, -1):
         out = ite(and_(uni.anc_sym(p, q), eq(uni.depth[p], depth)), p, out)
     return out
@@ -91,7 +91,7 @@ def prefetch_from_storage(ctx, s, a):
         rv = protect(rv, -1, not_(ok))
         return rv._replace(
             host_free=ite(ok, rv.host_free - n, rv.host_free),
-            pq=rv.pq.append((q, anc, k, n, const(NOT_DONE)), ok),
+            pq=rv.pq.append((q, anc, k, n, NOT_DONE), ok),
         )
 
     return alloc.map(finish)
@@ -155,7 +155,7 @@ def check_prefetch_progress(ctx, s, a):
     tree already had, queue the unused tail for the next drain, release the anchor."""
     i = a["op"]
     cfg, uni, space = ctx.cfg, ctx.uni, s.space
-    completed = space.min(lambda h: max2(s.rank(h).pq.at(i)[4], const(0)))
+    completed = space.min(lambda h: max2(s.rank(h).pq.at(i)[4], 0))
 
     def on_rank(h, rv):
         q, anc, k, n, _d = rv.pq.at(i)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...spec.state import HOST_RESIDENT
 from ..state import HALT_WHERE, RV, SKIP, state_ite
-from ..sym import SymList, and_, const, eq, implies, ite, max2, ne, not_, or_, sel, sum_
+from ..sym import lt, SymList, and_, const, eq, implies, ite, max2, ne, not_, or_, sel, sum_
 from .host_eviction import is_redundant_mirror
 from .sync import digest_round, negated_pairs_agree, wire_digest
 from .tree import covers, free_node_host, live, node_len
@@ -61,7 +61,7 @@ def storage_backup_done(ctx, s, a):
 
 
 def deficit(ctx, rv: RV):
-    return max2(const(0), ctx.cfg.host_free_target - rv.host_free)
+    return max2(0, ctx.cfg.host_free_target - rv.host_free)
 
 
 def candidates(ctx, rv: RV):
@@ -73,8 +73,8 @@ def prepare_plan(ctx, rv: RV) -> SymList:
     want = deficit(ctx, rv)
     on = and_(want > 0, not_(rv.closed))
     cand = candidates(ctx, rv)
-    plan = SymList(ctx.k, const(0), [(const(0),)] * ctx.k, rv.plan.overflow)
-    tokens = const(0)
+    plan = SymList(ctx.k, 0, [(0,)] * ctx.k, rv.plan.overflow)
+    tokens = 0
     for e in range(ctx.k):
         take = and_(on, cand[e], tokens < want)
         plan = plan.append(e, take)
@@ -82,12 +82,22 @@ def prepare_plan(ctx, rv: RV) -> SymList:
     return plan
 
 
-def plan_triple(ctx, rv: RV):
+def committable(ctx, rv: RV) -> SymList:
+    """spec committable: the plan's entries that are still release candidates (taken
+    before the round's acks), in plan order."""
+    out = SymList(rv.plan.cap, 0, [(0,)] * rv.plan.cap, rv.plan.overflow)
+    for i in range(rv.plan.cap):
+        e = rv.plan.items[i][0]
+        out = out.append(e, and_(rv.plan.valid(i), is_redundant_mirror(ctx, rv, e)))
+    return out
+
+
+def plan_triple(ctx, rv: RV, entries: SymList):
+    """spec plan_triple: the plan's length, the tokens and digest of ``entries``."""
     tokens = sum_(
-        [ite(and_(rv.plan.valid(i), live(rv, rv.plan.items[i][0])), node_len(ctx, rv, rv.plan.items[i][0]), 0)
-         for i in range(rv.plan.cap)]
+        [ite(entries.valid(i), node_len(ctx, rv, entries.items[i][0]), 0) for i in range(entries.cap)]
     )
-    return (rv.plan.n, tokens, wire_digest(ctx.cfg, rv.plan))
+    return (rv.plan.n, tokens, wire_digest(ctx.cfg, entries))
 
 
 def execute_plan(ctx, rv: RV, plan: SymList, cond=True) -> RV:
@@ -114,9 +124,9 @@ def drain_params(ctx, s):
 
 def drain_guard(ctx, s, a):
     space = s.space
+    # Runs every iteration while storage operations are outstanding; MIN may be 0.
     return or_(
-        space.min(lambda h: s.rank(h).sdone.n) > 0,
-        space.min(lambda h: s.rank(h).relq_n) > 0,
+        space.any(lambda h: or_(s.rank(h).sq.n > 0, s.rank(h).relq_n > 0)),
         mirror_work_pending(ctx, s),
     )
 
@@ -143,7 +153,7 @@ def drain_storage_control_queues(ctx, s, a):
 
     def on_rank(h, rv):
         for i in range(rv.sq.cap):
-            act = const(i) < nb
+            act = lt(i, nb)
             start, end = rv.sq.items[i]
             for x in range(ctx.k):
                 if cfg.has("split-during-backup"):
@@ -171,30 +181,31 @@ def drain_storage_control_queues(ctx, s, a):
         )
 
     acked = s2.map(on_rank)
-    released = release_round(ctx, acked)
+    # The triples ride this round's all-reduce: committable entries are taken before the acks.
+    released = release_round(ctx, acked, lambda h: committable(ctx, s2.rank(h)))
     done = state_ite(mirror, released, acked)
-    return state_ite(halt, s2.replace(halted=const(HALT_WHERE["drain_storage_control_queues"])), done)
+    return state_ite(halt, s2.replace(halted=HALT_WHERE["drain_storage_control_queues"]), done)
 
 
-def release_round(ctx, s):
+def release_round(ctx, s, entries):
     """Commit last round's plans if every rank proposed the identical (count, tokens,
     digest) triple (MIN of negated pairs), else count a mismatch / fail-close; then
-    prepare the next plans."""
+    prepare the next plans. ``entries(h)``: rank h's committable entries (pre-ack)."""
     cfg, space = ctx.cfg, s.space
     any_closed = space.any(lambda h: s.rank(h).closed)
     if cfg.has("release-no-consensus"):
         fresh = s.map(lambda h, rv: execute_plan(ctx, rv, prepare_plan(ctx, rv)))
         return state_ite(any_closed, s, fresh)
     any_plan = space.any(lambda h: s.rank(h).plan.n > 0)
-    triples = lambda h: plan_triple(ctx, s.rank(h))
-    agree = and_(*(negated_pairs_agree(space, lambda h, f=f: triples(h)[f], cfg.digest_bits) for f in range(3)))
+    triples = lambda h: plan_triple(ctx, s.rank(h), entries(h))
+    agree = plans_agree(ctx, s, triples, entries)
     mism = s.rank(space.r0).mismatch + 1
     closing = mism >= cfg.fail_close_after
 
     def commit(h, rv):
         ok = and_(any_plan, agree)
         bad = and_(any_plan, not_(agree))
-        rv = execute_plan(ctx, rv, rv.plan, ok)
+        rv = execute_plan(ctx, rv, entries(h), ok)
         rv = rv._replace(
             mismatch=ite(ok, 0, ite(bad, mism, rv.mismatch)),
             closed=ite(bad, closing, rv.closed),
@@ -206,6 +217,23 @@ def release_round(ctx, s):
     stop = and_(any_plan, not_(agree), closing)
     prepared = committed.map(lambda h, rv: rv._replace(plan=prepare_plan(ctx, rv)))
     return state_ite(any_closed, s, state_ite(stop, committed, prepared))
+
+
+def plans_agree(ctx, s, triples, entries):
+    """The negated-pair MIN check of the plan triples. Exact wire arithmetic, except in
+    proof obligations (``ctx.lemmas``) under the fixed encoding, where the check is
+    replaced by what two proved lemmas make it mean: values in [0, 2^(w-1) - 1) pass iff
+    identical (consensus.agree_iff_identical_at_width), and an identical digest of two
+    ascending lists (committable entries: a subsequence of an ascending plan) means
+    identical lists (consensus.plan_digest_injective)."""
+    cfg, space = ctx.cfg, s.space
+    if getattr(ctx, "lemmas", False) and not cfg.has("negated-pair-overflow"):
+        t0 = triples(space.r0)
+        e0 = entries(space.r0)
+        return space.all(
+            lambda h: and_(eq(triples(h)[0], t0[0]), eq(triples(h)[1], t0[1]), entries(h).same(e0))
+        )
+    return and_(*(negated_pairs_agree(space, lambda h, f=f: triples(h)[f], cfg.digest_bits) for f in range(3)))
 
 
 def _cleared(lst: SymList, cond) -> SymList:

@@ -23,7 +23,7 @@ def round_due(ctx, s):
 def wrap(x, bits: int):
     """Two's-complement wrap to a signed ``bits``-wide integer (digest.wrap)."""
     m = 1 << bits
-    r = x % m if not isinstance(x, int) else const(x % m)
+    r = x % m
     return ite(r >= (m >> 1), r - m, r)
 
 
@@ -36,7 +36,7 @@ def mix(cfg, d, node):
 
 def wire_digest(cfg, lst: SymList):
     """digest.wire_digest over a bounded list of node ends."""
-    d = const(0)
+    d = 0
     for i in range(lst.cap):
         d = ite(lst.valid(i), mix(cfg, d, lst.items[i][0]), d)
     return d
@@ -65,7 +65,7 @@ def digest_round(ctx, s, where: str):
     cfg, space = ctx.cfg, s.space
     tracks = tracks_digest_round(ctx)
     if cfg.has("digest-unchecked"):
-        halt = const(False)
+        halt = False
     else:
         halt = and_(tracks, not_(digests_agree(ctx, s)))
     any_victims = space.any(lambda h: s.rank(h).digest.n > 0)
@@ -81,5 +81,5 @@ def digest_round(ctx, s, where: str):
 def digest_check_will_fire(ctx, s):
     cfg = ctx.cfg
     if cfg.has("digest-unchecked"):
-        return const(False)
+        return False
     return and_(tracks_digest_round(ctx), not_(digests_agree(ctx, s)))

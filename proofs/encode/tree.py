@@ -100,7 +100,7 @@ def split_node(ctx, rv: RV, end, at, cond=True) -> RV:
     cfg, uni = ctx.cfg, ctx.uni
     k = ctx.k
     old_start = sel(rv.start, end)
-    lower_start = const(0)
+    lower_start = 0
     for c in range(k - 1, -1, -1):
         lower_start = ite(and_(uni.in_chain(old_start, end, c), eq(uni.parent[c], at)), c, lower_start)
     backups = sum_(
@@ -112,9 +112,9 @@ def split_node(ctx, rv: RV, end, at, cond=True) -> RV:
         dev=sel(rv.dev, end),
         host=sel(rv.host, end),
         lock=sel(rv.lock, end),
-        href=const(0) if cfg.has("split-during-backup") else backups,
+        href=0 if cfg.has("split-during-backup") else backups,
         hits=sel(rv.hits, end),
-        lbp=const(False) if cfg.has("split-drops-pending-mark") else sel(rv.lbp, end),
+        lbp=False if cfg.has("split-drops-pending-mark") else sel(rv.lbp, end),
         rel=sel(rv.rel, end),
     )
     new = add_node(ctx, rv, old_start, at, cond, **upper)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...spec.state import ABSENT, HOST_RESIDENT, RESIDENT, WRITING
 from ..state import HUNG, RV
-from ..sym import SymList, and_, const, eq, implies, ite, min2, ne, not_, or_, sel, sum_
+from ..sym import lt, SymList, and_, const, eq, implies, ite, min2, ne, not_, or_, sel, sum_
 from .host_eviction import allocate_host
 from .sync import digest_round, tracks_digest_round
 from .tree import (
@@ -68,10 +68,10 @@ def insert_on_rank(ctx, rv: RV, q):
     uni, k = ctx.uni, ctx.k
     lead = _lead(ctx, rv, q)
     has_c = or_(*lead)
-    c = const(0)
+    c = 0
     for p in range(k):
         c = ite(lead[p], p, c)  # deepest walked page
-    to_write = SymList(k, const(0), [(const(NONE),)] * k)
+    to_write = SymList(k, 0, [(NONE,)] * k)
 
     def visit(rv, to_write, x, walked):
         evicted = eq(rv.dev[x], ABSENT)
@@ -88,7 +88,7 @@ def insert_on_rank(ctx, rv: RV, q):
     for x in range(k):  # the last walked node (now ending at c)
         rv, to_write = visit(rv, to_write, x, and_(has_c, eq(c, x), eq(rv.own[x], x)))
     new_leaf = not_(lead_at(ctx, lead, q))
-    start = const(0)
+    start = 0
     for p in range(k - 1, -1, -1):
         first_new = and_(uni.anc_sym(p, q), not_(lead[p]),
                          or_(eq(uni.parent[p], -1), lead_at(ctx, lead, uni.parent[p])))
@@ -231,14 +231,11 @@ def writing_check_params(ctx, s):
 
 
 def writing_check_guard(ctx, s, a):
+    """The round runs every iteration while ongoing_write_through is non-empty anywhere
+    (MIN may be 0: a stuttering step), or when a reclaim digest is due."""
     space = s.space
     digest_due = and_(tracks_digest_round(ctx), space.any(lambda h: s.rank(h).digest.n > 0))
-    any_wq = space.any(lambda h: s.rank(h).wq.n > 0)
-    if ctx.cfg.has("early-return-collective"):
-        ready = space.any(lambda h: s.rank(h).wdone > 0)
-    else:
-        ready = space.min(lambda h: s.rank(h).wdone) > 0
-    return or_(digest_due, and_(any_wq, ready))
+    return or_(digest_due, space.any(lambda h: s.rank(h).wq.n > 0))
 
 
 def writing_check(ctx, s, a):
@@ -246,14 +243,14 @@ def writing_check(ctx, s, a):
     if ctx.cfg.has("early-return-collective"):
         hang = and_(space.any(lambda h: eq(s.rank(h).wdone, 0)), space.any(lambda h: s.rank(h).wq.n > 0))
     else:
-        hang = const(False)
+        hang = False
     s2, halt = digest_round(ctx, s, "writing_check")
     n = space.min(lambda h: s2.rank(h).wdone)
     done = s2.map(lambda h, rv: commit_writes(ctx, rv, n))
     from ..state import HALT_WHERE, state_ite
 
-    halted = state_ite(halt, s2.replace(halted=const(HALT_WHERE["writing_check"])), done)
-    return state_ite(hang, s.replace(hung=const(HUNG["writing_check"])), halted)
+    halted = state_ite(halt, s2.replace(halted=HALT_WHERE["writing_check"]), done)
+    return state_ite(hang, s.replace(hung=HUNG["writing_check"]), halted)
 
 
 def commit_writes(ctx, rv: RV, n):
@@ -261,7 +258,7 @@ def commit_writes(ctx, rv: RV, n):
     started (protect_host + H->L3 op)."""
     cfg = ctx.cfg
     for i in range(rv.wq.cap):
-        act = const(i) < n
+        act = lt(i, n)
         start, end = rv.wq.items[i]
         for x in range(ctx.k):
             c = and_(act, covers(ctx, rv, start, end, x))

@@ -10,6 +10,7 @@ from pathlib import Path
 from tiercheck.errors import UserError
 from tiercheck.models import coverage, model_file
 from tiercheck.models.checker import Checker, resolve_property
+from tiercheck.models.parallel import default_workers
 from tiercheck.models.trace import format_steps, state_to_itf, write_trace
 from tiercheck.spec.model import Model
 
@@ -23,7 +24,14 @@ def add_arguments(p):
     p.add_argument("--max-states", type=int, default=None, help="stop after this many distinct states (partial verdict)")
     p.add_argument("--time-limit", type=float, default=None, help="stop after this many seconds (partial verdict)")
     p.add_argument("--property", action="append", dest="properties", metavar="NAME", help="check only these properties (repeatable)")
-    p.add_argument("--workers", type=int, default=1, metavar="N", help="expand states in N processes (same results for any N; default 1)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="expand states in N processes; results are the same for any N (default: one per CPU, up to 8; "
+        "small models stay in one process)",
+    )
     sym = p.add_mutually_exclusive_group()
     sym.add_argument("--symmetry", dest="symmetry", action="store_true", default=None, help="explore one state per orbit of interchangeable ranks/prefixes (safety properties only)")
     sym.add_argument("--no-symmetry", dest="symmetry", action="store_false", help="ignore [check] symmetry = true")
@@ -47,6 +55,7 @@ def run(args) -> int:
             raise UserError(f"--property: {exc}") from None
     _positive("--max-states", args.max_states)
     _positive("--workers", args.workers)
+    workers = args.workers or default_workers()
     _positive("--all-violations", args.all_violations)
     if args.time_limit is not None and args.time_limit <= 0:
         raise UserError(f"--time-limit: must be positive, got {args.time_limit:g}")
@@ -70,7 +79,7 @@ def run(args) -> int:
         time_limit=args.time_limit,
         on_progress=progress,
         symmetry=symmetry,
-        workers=args.workers,
+        workers=workers,
         max_violations=args.all_violations,
     )
     res = checker.run()

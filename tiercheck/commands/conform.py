@@ -50,7 +50,10 @@ def run(args) -> int:
                     z3_check=z3_check, label=label, stats=stats)
     except machine.ConformanceFailure as exc:
         print(exc)
-        print(f"replay: tiercheck replay {stats.get('file', '<trace>')} --impl {args.impl}")
+        flags = "".join(f" --variant {v}" for v in sorted(variants))
+        if args.ranks is not None:
+            flags += f" --ranks {args.ranks}"
+        print(f"replay: tiercheck replay {stats.get('file', '<trace>')} --impl {args.impl}{flags}")
         return 1
     print(
         f"{args.impl} conforms to the spec on {mf.name} ({cfg.ranks} rank(s)): {stats.get('examples', 0)} examples "

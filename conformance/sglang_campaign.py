@@ -1,0 +1,224 @@
+"""A conformance campaign against upstream SGLang 0.5.23: the stateful suite and the
+generated transition tours, over the models in models/library/sglang, with step counts,
+timings, disagreements (shrunk, written as replayable traces) and upstream path coverage.
+
+Run inside the SGLang lane (scripts/setup_sglang_lane.sh):
+
+    /work/sglang-lane/venv/bin/python -m tiercheck.conformance.sglang_campaign \\
+        --examples 30 --steps 30 --json out.json
+
+Each run is ``MODEL`` (1 rank in-process) or ``MODEL@gloo`` (real gloo rank processes),
+optionally ``!OPTION[,OPTION]``: those spec options off on the spec side only, to show
+the SGLang behaviour each option models (the run should then disagree).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_RUNS = (
+    "sglang/wt-1r", "sglang/wts-1r", "sglang/wt-storage-1r", "sglang/wb-1r", "sglang/wb-storage-1r",
+    "sglang/wt-2r@gloo", "sglang/wt-storage-2r@gloo", "sglang/wb-2r@gloo", "sglang/wt-alloc-2r@gloo",
+)
+
+
+class Counting:
+    """A driver wrapper counting the steps applied (and their time) before a failure."""
+
+    def __init__(self, driver, tally, stats):
+        self.driver, self.tally, self.stats = driver, tally, stats
+        self.model = driver.model
+
+    def apply(self, action):
+        t0 = time.monotonic()
+        self.driver.apply(action)
+        if "first_failure_at" not in self.stats:
+            self.tally["steps"] += 1
+            self.tally["step_seconds"] += time.monotonic() - t0
+
+    def state(self):
+        return self.driver.state()
+
+    def verify(self):
+        return self.driver.verify()
+
+    def close(self):
+        self.driver.close()
+
+
+def conform(model_ref, backend, examples, steps, seed, out_dir, without=()):
+    """The stateful suite; ``without``: spec options switched off on the spec side only
+    (the run then shows what SGLang does that the option models)."""
+    from dataclasses import replace
+
+    from tiercheck.conformance import machine
+    from tiercheck.conformance.sglang import SGLangDriver
+    from tiercheck.models import model_file
+
+    cfg = model_file.load(model_ref).config
+    spec_cfg = replace(cfg, **{o: False for o in without})
+    stats, tally = {}, {"steps": 0, "step_seconds": 0.0}
+    factory = lambda: Counting(SGLangDriver(cfg, backend=backend, spec_cfg=spec_cfg), tally, stats)  # noqa: E731
+    t0 = time.monotonic()
+    row = {"model": model_ref, "ranks": cfg.ranks, "backend": backend, "policy": cfg.policy,
+           "storage": cfg.storage, "seed": seed, "steps_per_example": steps, "without": list(without)}
+    label = "-".join(["sglang", *(f"without-{o}" for o in without)])
+    try:
+        machine.run(factory, examples=examples, steps=steps, seed=seed, record_dir=out_dir, label=label,
+                    stats=stats)
+        row["result"] = "conforms"
+    except machine.ConformanceFailure as exc:
+        row["result"] = "disagrees"
+        row["message"] = str(exc).splitlines()[0]
+        row["trace"] = stats.get("file")
+        row["steps_before_shrink"] = stats.get("steps_before_shrink")
+        row["steps_after_shrink"] = stats.get("steps_after_shrink")
+        row["examples_to_failure"] = stats.get("first_failure_examples")
+    row["examples"] = stats.get("first_failure_examples", stats.get("examples", 0))
+    row["steps"] = tally["steps"]
+    row["seconds"] = round(time.monotonic() - t0, 1)
+    row["ms_per_step"] = round(1000 * tally["step_seconds"] / max(tally["steps"], 1), 1)
+    return row
+
+
+def tour(model_ref, backend, max_len=60):
+    """Replay the model's transition tour (what `tiercheck generate` writes) on SGLang."""
+    from tiercheck.conformance.runner import replay
+    from tiercheck.conformance.sglang import SGLangDriver
+    from tiercheck.conformance.tour import build_tour
+    from tiercheck.models import model_file
+    from tiercheck.spec.model import Model
+
+    cfg = model_file.load(model_ref).config
+    t0 = time.monotonic()
+    tr = build_tour(Model(cfg), max_len=max_len)
+    row = {"model": model_ref, "backend": backend, "traces": len(tr.traces),
+           "transitions": [tr.transitions_covered, tr.transitions_total],
+           "labels": [tr.labels_covered, tr.labels_total], "steps": 0, "disagreements": []}
+    for k, t in enumerate(tr.traces):
+        driver = SGLangDriver(cfg, backend=backend)
+        try:
+            out = replay(driver, t.actions, expect_disabled=set(t.probes))
+        finally:
+            driver.close()
+        row["steps"] += out.steps
+        if out.mismatch is not None:
+            row["disagreements"].append({"trace": k, "step": out.mismatch.step, "message": out.mismatch.message})
+    row["seconds"] = round(time.monotonic() - t0, 1)
+    return row
+
+
+def option_traces(model_ref, option, out_dir):
+    """The spec's shortest path to a step where switching ``option`` off changes the
+    successor, written as OPTION-on.json / OPTION-off.json (for options the random suite
+    does not reach). Needs no SGLang."""
+    from collections import deque
+    from dataclasses import replace
+
+    from tiercheck.models import model_file
+    from tiercheck.models.trace import write_trace
+    from tiercheck.spec.model import Model
+
+    mf = model_file.load(model_ref)
+    on, off = Model(mf.config), Model(replace(mf.config, **{option: False}))
+    init = on.init_states()[0]
+    parent, todo, hit = {init: None}, deque([init]), None
+    while todo and hit is None:
+        s = todo.popleft()
+        if not on.constraint(s):
+            continue
+        for a, t in on.successors(s):
+            if off.next_state(s, a) != t:
+                hit = (s, a)
+                break
+            if t not in parent:
+                parent[t] = (s, a)
+                todo.append(t)
+    if hit is None:
+        raise SystemExit(f"{option} changes no transition of {model_ref}")
+    s, a = hit
+    actions = [a]
+    while parent[s] is not None:
+        s, b = parent[s]
+        actions.append(b)
+    actions.reverse()
+    for m, tag in ((on, "on"), (off, "off")):
+        st = m.init_states()[0]
+        states = [st]
+        for x in actions:
+            st = m.next_state(st, x)
+            states.append(st)
+        write_trace(Path(out_dir) / f"{option}-{tag}.json", m, model_file.dump(replace(mf, config=m.cfg)),
+                    actions, states, message=f"the first step where {option} matters", kind="conformance")
+    return actions
+
+
+def coverage(model_ref, backend, reset=False):
+    from tiercheck.conformance.sglang import SGLangDriver
+    from tiercheck.models import model_file
+
+    driver = SGLangDriver(model_file.load(model_ref).config, backend=backend)
+    try:
+        return driver.path_counts(reset=reset)
+    finally:
+        driver.close()
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="sglang_campaign", description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="*", default=list(DEFAULT_RUNS), help="MODEL[@gloo][!OPTION,...]")
+    p.add_argument("--examples", type=int, default=30)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-tours", action="store_true", help="skip the generated transition tours")
+    p.add_argument("--no-conform", action="store_true", help="only the tours")
+    p.add_argument("--out", default=".tiercheck/sglang-counterexamples")
+    p.add_argument("--json", help="append one JSON line per run here")
+    p.add_argument("--without", action="append", default=[],
+                   help="switch this spec option off on the spec side only (shows the difference it models)")
+    p.add_argument("--option-trace", nargs=2, metavar=("MODEL", "OPTION"),
+                   help="only write OPTION-on/-off.json (into --out): the spec's shortest path to a step "
+                        "where OPTION matters")
+    args = p.parse_args(argv)
+    if args.option_trace:
+        actions = option_traces(*args.option_trace, args.out)
+        print(f"{len(actions)} steps: {', '.join(map(str, actions))}")
+        return 0
+    from tiercheck.conformance import sglang_paths
+
+    failed = 0
+    for spec in args.runs:
+        spec_part, _, off = spec.partition("!")
+        model_ref, _, backend = spec_part.partition("@")
+        backend = backend or "lockstep"
+        without = [o for o in off.split(",") if o] + list(args.without)
+        if backend == "lockstep":
+            sglang_paths.reset()
+        else:
+            coverage(model_ref, backend, reset=True)
+        rows = []
+        if not args.no_conform:
+            rows.append(dict(kind="conform", **conform(model_ref, backend, args.examples, args.steps, args.seed,
+                                                       args.out, without)))
+        if not args.no_tours:
+            rows.append(dict(kind="tour", **tour(model_ref, backend)))
+        per_rank = coverage(model_ref, backend)
+        rows[-1]["paths"] = per_rank
+        for row in rows:
+            bad = row.get("result") == "disagrees" or row.get("disagreements")
+            failed += bool(bad)
+            print(json.dumps(row, default=str), flush=True)
+            if args.json:
+                with open(args.json, "a") as fh:
+                    fh.write(json.dumps(row, default=str) + "\n")
+        never = [name for name, n in per_rank[0].items() if not n]
+        print(f"# {spec}: upstream paths never reached on rank 0: {', '.join(never) or 'none'}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

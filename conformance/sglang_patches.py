@@ -1,0 +1,89 @@
+"""Runtime patches that let upstream SGLang 0.5.23 HiCache run on a CPU-only torch.
+
+Imported only inside the SGLang lane (scripts/setup_sglang_lane.sh builds its venv);
+nothing here changes HiCache's protocol logic. Each patch replaces a device-specific
+primitive SGLang has no CPU path for. ``apply()`` is idempotent and must run before the
+first sglang module that reads a patched name is imported by the adapter.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+import unittest
+
+APPLIED: list[str] = []
+
+
+def apply() -> list[str]:
+    if APPLIED:
+        return APPLIED
+    os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "0")  # keep is_cpu() False: no AMX path
+    import logging
+
+    import torch
+
+    # Host-pool size warnings and per-step debug lines would drown the conformance output.
+    logging.getLogger("sglang").setLevel(logging.ERROR)
+
+    # sglang.test.test_utils pulls HF datasets/benchmark deps in; only CustomTestCase of it
+    # is used by the modules the cache imports.
+    stub = types.ModuleType("sglang.test.test_utils")
+    stub.CustomTestCase = unittest.TestCase
+    sys.modules.setdefault("sglang.test.test_utils", stub)
+    APPLIED.append("sglang.test.test_utils stubbed (CustomTestCase only)")
+
+    # get_device() ends in an error path without CUDA/XPU/NPU; the pools live on "cpu".
+    import sglang.srt.utils as su
+    import sglang.srt.utils.common as suc
+
+    su.get_device = suc.get_device = lambda device_id=None: "cpu"
+    APPLIED.append('get_device() -> "cpu"')
+
+    # Host pool buffers: the default allocator registers memory with cudaHostRegister.
+    from sglang.srt.mem_cache.pool_host import common as ph_common
+
+    def alloc_plain(dims, dtype, device, pin_memory=False, **_):
+        return torch.empty(dims, dtype=dtype, device=device)
+
+    ph_common.ALLOC_MEMORY_FUNCS["cpu"] = alloc_plain
+    APPLIED.append('pool_host ALLOC_MEMORY_FUNCS["cpu"] = torch.empty')
+
+    # io_backend "direct" + layout "layer_first" calls sgl_kernel.transfer_kv_direct, which
+    # is only imported on CUDA/HIP/XPU: a torch index copy does the same rows.
+    from sglang.srt.mem_cache.pool_host import mha as ph_mha
+
+    def transfer_kv_direct(src_layers, dst_layers, src_indices, dst_indices, page_size):
+        src_idx = src_indices.to(torch.int64)
+        dst_idx = dst_indices.to(torch.int64)
+        for src, dst in zip(src_layers, dst_layers):
+            rows = src.index_select(0, src_idx.to(src.device)).to(dst.device)
+            dst.index_copy_(0, dst_idx.to(dst.device), rows)
+
+    ph_mha.transfer_kv_direct = transfer_kv_direct
+    APPLIED.append("pool_host.mha.transfer_kv_direct = torch index_select/index_copy_")
+
+    # torch.cpu.Stream has no synchronize(); the transfer engine calls it.
+    if not hasattr(torch.cpu.Stream, "synchronize"):
+        torch.cpu.Stream.synchronize = lambda self: None
+        APPLIED.append("torch.cpu.Stream.synchronize = no-op")
+
+    # The MHA host pool asks for pinned memory, which a CPU-only torch refuses.
+    import sglang.srt.mem_cache.hybrid_cache.hybrid_pool_assembler as assembler
+
+    orig_cls = assembler.get_mha_host_pool_cls
+
+    def get_mha_host_pool_cls(device_pool):
+        cls = orig_cls(device_pool)
+
+        def build(*args, **kwargs):
+            kwargs["pin_memory"] = False
+            return cls(*args, **kwargs)
+
+        return build
+
+    assembler.get_mha_host_pool_cls = get_mha_host_pool_cls
+    APPLIED.append("MHA host pool built with pin_memory=False")
+
+    return APPLIED

@@ -1,0 +1,96 @@
+"""Path coverage of upstream SGLang 0.5.23 HiCache: which protocol code paths a run reached.
+
+A conformance run that finds nothing is only evidence if it exercised the code. Each entry
+below names one upstream function (module, class, method) that carries one protocol path
+(a branch of the domain model: a split, a rejected backup, a host-leaf eviction, a
+duplicate reclaim...). ``install()`` wraps them at class level with call counters (the
+wrapped code runs unchanged); ``counts()`` reads them. Counters are per process, so each
+gloo rank reports its own.
+"""
+
+from __future__ import annotations
+
+import functools
+
+URC = "sglang.srt.mem_cache.unified_radix_cache:UnifiedRadixCache"
+UTC = "sglang.srt.mem_cache.unified_cache.unified_tree_core:UnifiedTreeCore"
+
+# (name, "module:Class", method, what the path is)
+PATHS = (
+    ("insert", URC, "insert", "insert walk"),
+    ("match_prefix", URC, "match_prefix", "prefix match"),
+    ("split", UTC, "_split_node", "node split (insert or match)"),
+    ("unevict_on_insert", UTC, "_unevict_node_on_insert", "insert adopts fresh slots for an evicted node"),
+    ("backup_kv", URC, "_execute_and_commit_kv_backup", "D->H backup chain"),
+    ("backup_one", URC, "_execute_kv_backup", "one D->H admission (host pool check)"),
+    ("evict_host", URC, "evict_host", "host eviction for admission"),
+    ("evict_host_leaf", UTC, "_evict_host_leaf", "a host-only leaf freed"),
+    ("reclaim_duplicates", UTC, "_reclaim_full_host_duplicates", "write_back duplicate reclaim walk"),
+    ("release_duplicate", UTC, "_release_full_host_duplicate", "a host duplicate released (digest)"),
+    ("evict", URC, "evict", "device eviction"),
+    ("demote", UTC, "_demote", "backed device leaf demoted to host-only"),
+    ("delete_unbacked", UTC, "_delete_unbacked_device_leaf", "unbacked device leaf deleted"),
+    ("drop_subtree_no_host", UTC, "drop_subtree_no_host", "write_back victim dropped after a rejected backup"),
+    ("writing_check", URC, "writing_check", "D->H acks committed"),
+    ("finish_write_through", UTC, "finish_write_through", "one D->H ack finished on a node"),
+    ("load_back", URC, "load_back", "H->D load-back"),
+    ("commit_load_back", UTC, "commit_load_back", "load-back committed (pending marks)"),
+    ("loading_check", URC, "loading_check", "H->D acks committed"),
+    ("finish_load_back", UTC, "finish_load_back", "one load-back finished"),
+    ("ready_count_round", URC, "_sync_hicache_ready_counts", "fused MIN round (acks, queues, digest)"),
+    ("write_backup_storage", URC, "write_backup_storage", "H->L3 backup started"),
+    ("drain_storage", URC, "_drain_storage_control_queues_impl", "storage queues drained"),
+)
+
+# Outcomes worth telling apart: name -> (path it refines, predicate on the return value).
+OUTCOMES = {
+    "backup_rejected": ("backup_one", lambda r: r is None, "host admission rejected the backup (starvation)"),
+    "evict_host_freed_nothing": ("evict_host", lambda r: not r, "host eviction found no victim"),
+    "load_back_refused": ("load_back", lambda r: not r, "load-back refused (pending/short)"),
+}
+
+_COUNTS: dict = {}
+_INSTALLED: list = []
+
+
+def install() -> None:
+    """Wrap every path once per process (idempotent)."""
+    if _INSTALLED:
+        return
+    import importlib
+
+    for name, where, method, _what in PATHS:
+        mod, cls_name = where.split(":")
+        cls = getattr(importlib.import_module(mod), cls_name)
+        orig = getattr(cls, method, None)
+        if orig is None:
+            continue  # not in this build: reported as never reached
+
+        outcomes = [(o, pred) for o, (base, pred, _) in OUTCOMES.items() if base == name]
+
+        def wrapper(*args, __orig=orig, __name=name, __outcomes=outcomes, **kwargs):
+            _COUNTS[__name] = _COUNTS.get(__name, 0) + 1
+            result = __orig(*args, **kwargs)
+            for outcome, pred in __outcomes:
+                if pred(result):
+                    _COUNTS[outcome] = _COUNTS.get(outcome, 0) + 1
+            return result
+
+        setattr(cls, method, functools.wraps(orig)(wrapper))
+        _INSTALLED.append(name)
+
+
+def counts() -> dict:
+    names = [name for name, *_ in PATHS] + list(OUTCOMES)
+    return {name: _COUNTS.get(name, 0) for name in names}
+
+
+def describe(name: str) -> str:
+    for n, _where, _method, what in PATHS:
+        if n == name:
+            return what
+    return OUTCOMES[name][2]
+
+
+def reset() -> None:
+    _COUNTS.clear()

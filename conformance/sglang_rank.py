@@ -1,0 +1,483 @@
+"""One TP rank of upstream SGLang 0.5.23 HiCache, driven by spec actions.
+
+Builds a ``UnifiedRadixCache`` with ``init_hicache`` (Python TreeCore, FULL component
+only, page size 1 so that a spec page is one token) from a model's constants, performs
+one spec action at a time through the cache's own methods, and reports the cache as the
+plain-data snapshot of docs/plugging-in.md. Only imported inside the SGLang lane.
+
+What the adapter does as the *scheduler* (SGLang leaves it to its caller):
+* insert: match the request, allocate device slots for what is not on device (a step
+  without room is refused, the scheduler would evict first), write the KV rows, insert.
+* load_back: only when the device has room for the whole evicted chain (the spec's
+  scheduler makes room with evict steps; SGLang's own evict_for_alloc is not reached).
+* sync actions: the fused per-iteration round ``_sync_hicache_ready_counts`` (one MIN
+  all-reduce of ready counts, queue sizes and the reclaim digest pair), then only the
+  part of ``check_hicache_events`` the action names.
+
+The refinement (what each snapshot field reads) is documented on ``snapshot``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from array import array
+
+import torch
+
+from . import sglang_controls as ctl
+from . import sglang_patches, sglang_paths
+
+FULL = None  # ComponentType.FULL, bound at build time (sglang imports are lazy)
+
+
+class SGLangRank:
+    def __init__(self, cfg, rank: int = 0, world: int = 1, group=None, storage_dir=None):
+        sglang_patches.apply()
+        sglang_paths.install()
+        from tiercheck.spec.model import Model
+
+        self.cfg = cfg
+        self.model = Model(cfg)
+        self.rank, self.world = rank, world
+        self._exit = contextlib.ExitStack()
+        try:
+            self._build(group, storage_dir)
+        except BaseException:
+            self._exit.close()
+            raise
+        # Adapter bookkeeping of what SGLang was asked to do (never of its decisions):
+        # the pages each in-flight load-back reads, and reclaim victims since the last
+        # passing sync round (what the digest summarises).
+        self.load_spans: dict = {}  # anchor node id -> (first page path, anchor end path)
+        self.storage_spans: dict = {}  # storage op id -> (first page path, last page path)
+        self.victims: list = []
+        self.halted = ""
+        self._wrap_observers()
+
+    # -- construction ------------------------------------------------------------------
+
+    def _build(self, group, storage_dir):
+        global FULL
+        from sglang.kernels.ops.attention.fla.chunk_delta_h import CHUNK_SIZE
+        from sglang.srt.environ import envs
+        from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
+        from sglang.srt.mem_cache.cache_init_params import CacheInitParams
+        from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
+        from sglang.srt.mem_cache.unified_cache.components.base import ComponentType
+        from sglang.srt.mem_cache.unified_cache.unified_tree_core import UnifiedTreeNode
+        from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
+        from sglang.srt.runtime_context import get_parallel
+        from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
+
+        FULL = ComponentType.FULL
+        cfg = self.cfg
+        # Node ids come from a process-global counter and feed the reclaim digest; every
+        # rank starts a cache where a fresh rank process would.
+        UnifiedTreeNode.counter = 0
+        w, r = self.world, self.rank
+        self._exit.enter_context(get_parallel().override(
+            tp_rank=r, tp_size=w, attn_tp_rank=r, attn_tp_size=w, moe_tp_size=w,
+            pp_rank=0, pp_size=1))
+        extra = None
+        if cfg.storage:
+            self._exit.enter_context(envs.SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR.override(storage_dir))
+            extra = json.dumps({"prefetch_threshold": 1})
+        # host pool size = int(device * ratio) + 1 padding page (all of it allocatable):
+        # pick the ratio that makes it exactly host_pages.
+        ratio = (max(cfg.host_pages, 1) - 0.5) / cfg.device_pages
+        args = ServerArgs(
+            model_path="dummy", page_size=1,
+            hicache_io_backend="direct", hicache_mem_layout="layer_first",
+            hicache_write_policy=cfg.policy, hicache_ratio=ratio,
+            hicache_storage_backend="file" if cfg.storage else None,
+            hicache_storage_backend_extra_config=extra,
+            hicache_storage_prefetch_policy="wait_complete",
+        )
+        args._mamba_cache_chunk_size = max(CHUNK_SIZE, 1)
+        set_global_server_args_for_scheduler(args)
+        self.req_to_token_pool = ReqToTokenPool(size=4, max_context_len=64, device="cpu",
+                                                enable_memory_saver=False)
+        self.kv_pool = MHATokenToKVPool(size=cfg.device_pages, page_size=1, dtype=torch.float32,
+                                        head_num=1, head_dim=2, layer_num=1, device="cpu",
+                                        enable_memory_saver=False)
+        self.allocator = TokenToKVPoolAllocator(size=cfg.device_pages, dtype=torch.float32,
+                                                device="cpu", kvcache=self.kv_pool, need_sort=False)
+        params = CacheInitParams(
+            disable=False, req_to_token_pool=self.req_to_token_pool,
+            token_to_kv_pool_allocator=self.allocator, page_size=1,
+            tp_cache_group=group, tree_components=(ComponentType.FULL,),
+            tree_core_backend="python",
+        )
+        self.cache = UnifiedRadixCache(params=params)
+        self.cache.init_hicache(args, params)
+        import atexit
+
+        atexit.unregister(self.cache.shutdown)
+        self.cc = self.cache.cache_controller
+        self.core = self.cache.tree_core
+        self.host_pool = self.cc.mem_pool_host
+        if self.host_pool.available_size() != cfg.host_pages:
+            raise RuntimeError(f"SGLang host pool has {self.host_pool.available_size()} slots, "
+                               f"the model {cfg.host_pages}")
+        # The spec's load-back threshold (pages = tokens at page size 1); SGLang's is 10.
+        self.cache.load_back_threshold = cfg.load_back_threshold
+        self.order = ctl.PathOrder()
+        self.core.eviction_strategy = self.order
+        ctl.hold_copy_acks(self.cc)
+        self.gate = ctl.StorageGate(self.cc) if cfg.storage else None
+        if cfg.storage:
+            self._page_keys()
+
+    def _page_keys(self):
+        """Each model page's L3 key: SGLang's chained page hash of its token path."""
+        from sglang.srt.mem_cache.radix_cache import RadixKey
+        from sglang.srt.mem_cache.utils import get_storage_hash_str
+
+        pages = self.model.pages
+        self.key_of, self.path_of_key = {}, {}
+        for p, path in enumerate(pages.paths):
+            parent = self.key_of.get(path[:-1])
+            key = get_storage_hash_str(RadixKey(array("q", path[-1:])), parent, page_size=1)[0]
+            self.key_of[path] = key
+            self.path_of_key[key] = path
+
+    def _wrap_observers(self):
+        """Record what SGLang itself does, for the snapshot (no decision changes)."""
+        cc = self.cc
+        if self.cfg.storage:
+            write_storage = cc.write_storage
+
+            def recorded_write_storage(host_indices, token_ids, hash_value=None, *args, **kwargs):
+                op_id = write_storage(host_indices, token_ids, hash_value, *args, **kwargs)
+                self.storage_spans[op_id] = (self.path_of_key[hash_value[0]], self.path_of_key[hash_value[-1]])
+                return op_id
+
+            cc.write_storage = recorded_write_storage
+        release = self.core._release_full_host_duplicate
+
+        def recorded_release(node, *args, **kwargs):
+            self.victims.append(ctl.node_path(node))
+            return release(node, *args, **kwargs)
+
+        self.core._release_full_host_duplicate = recorded_release
+
+    def close(self):
+        try:
+            if self.cc is not None and self.cc.enable_storage:
+                self.cc._stop_storage_threads()
+        finally:
+            self._exit.close()
+
+    def path_counts(self, reset: bool = False) -> dict:
+        """Upstream protocol paths reached in this process so far (sglang_paths)."""
+        out = sglang_paths.counts()
+        if reset:
+            sglang_paths.reset()
+        return out
+
+    # -- tree lookups -----------------------------------------------------------------
+
+    def nodes(self):
+        """(node, end path, start path) for every cached node, parents first."""
+        out, stack = [], [(self.core.root_node, ())]
+        while stack:
+            node, path = stack.pop()
+            for child in node.children.values():
+                key = tuple(child.key.token_ids)
+                end = path + key
+                out.append((child, end, path + key[:1]))
+                stack.append((child, end))
+        return out
+
+    def node_at(self, end_path):
+        for node, end, _ in self.nodes():
+            if end == tuple(end_path):
+                return node
+        return None
+
+    # -- actions ------------------------------------------------------------------------
+
+    def apply(self, name: str, params: dict, fail: bool = False) -> None:
+        getattr(self, "do_" + name)(fail=fail, **params)
+
+    def do_insert(self, tokens, fail=False):
+        from sglang.srt.mem_cache.base_prefix_cache import InsertParams, MatchPrefixParams
+        from sglang.srt.mem_cache.radix_cache import RadixKey
+
+        tokens = list(tokens)
+        key = RadixKey(array("q", tokens))
+        on_device, _, _ = self.core.match_full_device_prefix(key)  # read-only
+        need = len(tokens) - on_device
+        if need > self.allocator.available_size():
+            return  # no room: the scheduler would evict first (separate steps)
+        with ctl.failing_host_alloc(self.cc, fail):
+            m = self.cache.match_prefix(MatchPrefixParams(key=key))
+            prefix = self.cache.path_device_indices(m.last_device_node).to(torch.int64)
+            assert len(prefix) == on_device, (len(prefix), on_device)
+            fresh = self.allocator.alloc(need) if need else prefix[:0]
+            self._write_kv(fresh, [tuple(tokens[: on_device + i + 1]) for i in range(need)])
+            value = torch.cat([prefix, fresh])
+            self.cache.insert(InsertParams(key=key, value=value, prev_prefix_len=len(prefix)))
+            self.cache.flush_pending_backups()
+
+    # A completion with nothing in flight is a no-op (the spec's guard probes step it).
+    def do_write_dma_done(self, fail=False):
+        ctl.release_head(self.cc.ack_write_queue)
+
+    def do_load_dma_done(self, fail=False):
+        ctl.release_head(self.cc.ack_load_queue)
+
+    def do_evict(self, node, fail=False):
+        from sglang.srt.mem_cache.base_prefix_cache import EvictParams
+
+        x = self.node_at(node)
+        if x is None or x not in self.core.evictable_device_leaves:
+            return  # not an evictable leaf on this replica
+        self.order.target = x.id
+        try:
+            with ctl.failing_host_alloc(self.cc, fail), ctl.one_victim(self.cache):
+                self.cache.evict(EvictParams(num_tokens=len(x.key)))
+        finally:
+            self.order.target = None
+
+    def do_load_back(self, node, fail=False):
+        x = self.node_at(node)
+        if x is None or not x.evicted:
+            return
+        chain = []
+        y = x
+        while y.parent is not None and y.evicted:
+            chain.append(y)
+            y = y.parent
+        top = chain[-1]
+        first = ctl.node_path(top.parent) + tuple(top.key.token_ids[:1])
+        total = sum(len(c.key) for c in chain)
+        if total > self.allocator.available_size():
+            return  # no room: the scheduler would evict first
+        if self.cache.load_back(x.id):
+            self.load_spans[x.id] = (first, tuple(node))
+            self.cache.ready_to_load_host_cache()
+
+    def do_storage_backup_done(self, pages, fail=False):
+        if self.gate is None:
+            return
+        if len(self.cache.ongoing_backup) <= self.cc.ack_backup_queue.qsize():
+            return  # every started backup has already acked: nothing in flight
+        self.gate.finish(pages)
+
+    def do_store_lose(self, page, fail=False):
+        """The store drops an acked key (fault injection on the real file store)."""
+        backend = self.cc.storage_backend
+        suffixed = backend._get_suffixed_key(self.key_of[tuple(page)])
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(backend.file_path, suffixed + ".bin"))
+        if backend.metadata_cache is not None:
+            backend.metadata_cache.remove(suffixed)
+
+    def do_registry_skew(self, fail=False):
+        """This rank's duplicate registry order drifts: its oldest entry moves last."""
+        dups = self.core.full_host_duplicates
+        if dups:
+            first = next(iter(dups))
+            dups[first] = dups.pop(first)
+
+    def _round(self, part: str):
+        """The fused ready-count round, then the part of check_hicache_events named."""
+        try:
+            w, l, storage, extra = self.cache._sync_hicache_ready_counts()
+        except AssertionError as exc:
+            self.halted = str(exc) or part
+            return
+        self.victims = []  # the digests agreed
+        if part == "writing_check":
+            self.cache.writing_check(finish_count=w)
+        elif part == "loading_check":
+            self.cache.loading_check(finish_count=l)
+            for anchor in [a for a in self.load_spans if a not in self.cache.ongoing_load_back]:
+                del self.load_spans[anchor]
+        elif storage:
+            n_hit, n_ack, n_backup, n_release = storage[:4]
+            self.cache._drain_storage_control_queues_impl(
+                n_storage_hit=n_hit, n_ack_prefetch=n_ack, n_backup=n_backup,
+                n_release=n_release, extra_release_counts=dict(zip(extra, storage[4:])),
+                log_metrics=False)
+            for op in [o for o in self.storage_spans if o not in self.cache.ongoing_backup]:
+                del self.storage_spans[op]
+
+    def do_writing_check(self, fail=False):
+        self._round("writing_check")
+
+    def do_loading_check(self, fail=False):
+        self._round("loading_check")
+
+    def do_drain_storage_control_queues(self, fail=False):
+        self._round("drain_storage_control_queues")
+
+    # -- KV bytes -----------------------------------------------------------------------
+
+    def _expected(self, path) -> float:
+        return float(self.model.pages.index[tuple(path)] + 1)
+
+    def _write_kv(self, slots, paths):
+        if not len(slots):
+            return
+        vals = torch.tensor([self._expected(p) for p in paths], dtype=torch.float32)
+        k, v = self.kv_pool.get_key_buffer(0), self.kv_pool.get_value_buffer(0)
+        k[slots] = vals.view(-1, 1, 1).expand(-1, *k.shape[1:])
+        v[slots] = -vals.view(-1, 1, 1).expand(-1, *v.shape[1:])
+
+    # -- observation ----------------------------------------------------------------------
+
+    def _loading(self):
+        """Pages under an H->D copy not yet acked (the code already sees value set)."""
+        out = set()
+        pages = self.model.pages
+        for anchor, (first, end) in self.load_spans.items():
+            if anchor in self.cache.ongoing_load_back:
+                for p in pages.chain(pages.index[first], pages.index[end]):
+                    out.add(pages.paths[p])
+        return out
+
+    def _load_anchor_holds(self):
+        """Host locks held by in-flight load-back anchors, per node id.
+
+        0.5.23's load_back takes inc_host_lock_ref(anchor) next to the path lock and drops
+        both at the ack; a split moves the lock's boundary up, so the segment from the
+        anchor to the boundary holds it. The spec protects a loading node by its LOADING
+        state, the path lock and (write_back) load_back_pending, and has no such hold, so
+        the snapshot leaves it out of host_ref (it changes no decision: every check that
+        reads host_lock_ref also finds the node locked or not evicted while it is held).
+        """
+        holds = {}
+        for anchor, (_node, _lock, host_params) in self.cache.ongoing_load_back.items():
+            uuid = host_params.get_lock_uuid(FULL, lock_host=True)
+            x = self.core.node_by_id(anchor)
+            while x is not None:
+                holds[x.id] = holds.get(x.id, 0) + 1
+                if x.component_data[FULL].metadata.get("host_uuid") == uuid:
+                    break
+                x = x.parent
+        return holds
+
+    def snapshot(self) -> dict:
+        """The snapshot of docs/plugging-in.md, read from SGLang's own state:
+
+        node: value None / set (loading while an H->D ack is pending) -> dev;
+        host_value None / set with write_through_pending_id / set -> host; FULL lock_ref;
+        FULL host_lock_ref (less load-back anchor holds, see _load_anchor_holds);
+        hit_count; load_back_pending_id. Pools: allocator and host pool free slots.
+        wq/lq: the copy acks in queue order, wdone/ldone their ready prefix. sq: storage
+        ops not yet drained (ongoing_backup, oldest first), sdone: completed_tokens of
+        the acked ones. dups: full_host_duplicates (write_back only: under write_through
+        0.5.23 maintains it but nothing reads it). store: pages whose key the backend holds.
+        """
+        loading = self._loading()
+        holds = self._load_anchor_holds()
+        nodes = {}
+        for x, end, start in self.nodes():
+            cd = x.component_data[FULL]
+            if cd.value is None:
+                dev = "absent"
+            else:
+                dev = "loading" if end in loading else "resident"
+            if cd.host_value is None:
+                host = "absent"
+            else:
+                host = "writing" if x.write_through_pending_id is not None else "resident"
+            nodes[end] = {
+                "start": start,
+                "dev": dev,
+                "host": host,
+                "lock_ref": cd.lock_ref,
+                "host_ref": cd.host_lock_ref - holds.get(x.id, 0),
+                "hit_count": x.hit_count,
+                "load_back_pending": x.load_back_pending_id is not None,
+                "released": False,
+            }
+        cache, cc = self.cache, self.cc
+        wq = []
+        for ack in cc.ack_write_queue:
+            for ack_id in ack.node_ids:
+                pending = cache.ongoing_write_through[ack_id]
+                top = self.core.node_by_id(pending.publish_node_ids[0])
+                low = self.core.node_by_id(ack_id)
+                wq.append((ctl.node_path(top.parent) + tuple(top.key.token_ids[:1]), ctl.node_path(low)))
+        lq = [self.load_spans[a] for ack in cc.ack_load_queue for a in ack.node_ids]
+        sq, sdone = [], []
+        if self.cfg.storage:
+            sq = [self.storage_spans[op] for op in cache.ongoing_backup]
+            with cc.ack_backup_queue.mutex:
+                acked = list(cc.ack_backup_queue.queue)
+            sdone = [op.completed_tokens for op in acked]
+        dups = []
+        if self.cfg.write_back:
+            dups = [ctl.node_path(x) for x in self.core.full_host_duplicates.values()]
+        track_victims = self.cfg.write_back and self.world > 1
+        return {
+            "rank": self.rank,
+            "nodes": dict(sorted(nodes.items())),
+            "dev_free": self.allocator.available_size(),
+            "host_free": self.host_pool.available_size(),
+            "durable": [],
+            "wq": wq,
+            "wdone": ctl.ready_count(cc.ack_write_queue),
+            "lq": lq,
+            "ldone": ctl.ready_count(cc.ack_load_queue),
+            "sq": sq,
+            "sdone": sdone,
+            "pq": [],
+            "pdone": [],
+            "relq": [],
+            "plan": [],
+            "mismatch": 0,
+            "closed": False,
+            "dups": dups,
+            "victims": list(self.victims) if track_victims else [],
+            "store": self._store() if self.cfg.storage else None,
+            "halted": self.halted,
+        }
+
+    def _store(self):
+        backend = self.cc.storage_backend
+        return sorted(path for path, key in self.key_of.items() if backend.exists(key))
+
+    # -- verification ---------------------------------------------------------------------
+
+    def verify(self) -> list:
+        """Bytes and slot ownership: every device/host copy a node holds has its pages'
+        KV rows; no slot is owned twice or both owned and free; nothing leaks."""
+        out = []
+        k_dev = self.kv_pool.get_key_buffer(0)
+        host = self.host_pool.anchor_entry.host_pool
+        dev_owned, host_owned = [], []
+        for x, end, start in self.nodes():
+            cd = x.component_data[FULL]
+            paths = [end[: len(end) - len(x.key) + i + 1] for i in range(len(x.key))]
+            want = torch.tensor([self._expected(p) for p in paths])
+            name = "/".join(map(str, end))
+            if cd.value is not None:
+                slots = cd.value.to(torch.int64)
+                dev_owned += slots.tolist()
+                got = k_dev[slots][:, 0, 0]
+                if not torch.equal(got, want):
+                    out.append(f"rank {self.rank}: node {name}: device KV {got.tolist()} != {want.tolist()}")
+            if cd.host_value is not None:
+                slots = cd.host_value.to(torch.int64)
+                host_owned += slots.tolist()
+                got = host.k_buffer[0][slots][:, 0, 0]
+                if not torch.equal(got, want):
+                    out.append(f"rank {self.rank}: node {name}: host KV {got.tolist()} != {want.tolist()}")
+        free_dev = self.allocator.free_pages.tolist() + self.allocator.release_pages.tolist()
+        for what, owned, free, total in (
+            ("device", dev_owned, free_dev, set(range(1, self.cfg.device_pages + 1))),
+            ("host", host_owned, [i for i in range(host.size) if not bool(host.slot_used[i])], set(range(host.size))),
+        ):
+            if len(set(owned)) != len(owned):
+                out.append(f"rank {self.rank}: {what} slot owned twice: {sorted(owned)}")
+            if set(owned) & set(free):
+                out.append(f"rank {self.rank}: {what} slots both owned and free: {sorted(set(owned) & set(free))}")
+            if set(owned) | set(free) != total:
+                out.append(f"rank {self.rank}: {what} slots leaked: {sorted(total - set(owned) - set(free))}")
+        return out

@@ -1,0 +1,361 @@
+"""Liveness under weak fairness: ``P leads-to Q`` and ``eventually Q``, with lassos.
+
+A property opens obligations (keys) in the states where P holds and meets them where Q
+holds (the predicates are the spec's, tiercheck.spec.properties). It is violated when some
+fair behaviour reaches a state with an open obligation and never meets it afterwards;
+the counterexample is a lasso: a prefix from the initial state into that state, then a
+cycle repeated forever.
+
+Fairness (weak, per action unit; a unit is an action name and its parameters, minus the
+environment's choices ``fail`` and ``pages``):
+  * fair: every local step (a DMA or storage operation finishing on a rank), every sync
+    round, and ``insert`` (a request that is waiting is served again: the hot prefixes
+    of seed 000 keep arriving);
+  * not fair: ``evict`` (device eviction is not fair to hot nodes, seed 000), load-back
+    and prefetch (the scheduler may skip them), and the environment's faults.
+A unit is *enabled* in a state when one of its steps changes the state (TLA+'s
+ENABLED <<A>>_vars): a rejected re-hit that changes nothing does not oblige anything.
+Stuttering is always possible, so a state in which no fair unit is enabled can be the
+end of a fair behaviour (a lasso whose cycle is a stuttering step).
+
+Algorithm, per obligation key k: restrict the graph to the states where Q_k fails, keep
+the part reachable from states where P_k holds, split it into strongly connected
+components, and look for a fair one: every fair unit enabled somewhere in the component
+is either disabled in some state of it or taken by an edge inside it (with weak fairness
+the whole component is the best cycle, so no further decomposition is needed).
+
+Symmetry reduction is refused for these properties (tiercheck.models.checker).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, NamedTuple, Optional
+
+import numpy as np
+
+from tiercheck.models import graph_algo, progress, replay
+from tiercheck.spec.action import LOCAL, SYNC
+from tiercheck.spec.model import ACTION_SPECS
+from tiercheck.spec.properties import BY_NAME as SPEC_PROPS
+
+FAIR_KINDS = (LOCAL, SYNC)
+FAIR_REPLICATED = ("insert",)
+ENV_CHOICES = ("fail", "pages")  # parameters the environment picks, not the scheduler
+
+
+def fair_name(name: str) -> bool:
+    spec = ACTION_SPECS[name]
+    return spec.kind in FAIR_KINDS or name in FAIR_REPLICATED
+
+
+def fair_unit(a):
+    """The weak-fairness unit of an action, or None when the action is not fair."""
+    if not fair_name(a.name):
+        return None
+    return (a.name,) + tuple((k, v) for k, v in a.params if k not in ENV_CHOICES)
+
+
+def unit_str(u) -> str:
+    inner = ", ".join(f"{k}={v}" for k, v in u[1:])
+    return f"{u[0]}({inner})" if inner else u[0]
+
+
+class LeadsTo(NamedTuple):
+    opens: Callable  # (model, state) -> keys of the obligations P opens
+    met: Callable  # (model, state, key, frees) -> Q holds for key
+    describe: str  # {key}: the obligation, for messages
+    from_init: bool = False  # ``eventually Q``: the only obligation is opened initially
+    # Actions a lasso's cycle may not take: the behaviour eventually stops taking them
+    # (<>[] not A). host_channel: a scheduler that evicts forever can starve anything, and
+    # seed 000's claim is admission without relying on device eviction.
+    cycle_excludes: tuple = ()
+
+
+class LivenessProperty(NamedTuple):
+    name: str
+    kind: str  # "liveness"
+    number: int
+    doc: str
+    fn: LeadsTo
+
+
+def from_progress(name: str, prop_name: str, describe: str, cycle_excludes=()) -> LivenessProperty:
+    """The leads-to form of a spec progress property: obligation ~> met."""
+    spec = SPEC_PROPS[prop_name]
+    return LivenessProperty(
+        name,
+        "liveness",
+        spec.number,
+        f"{spec.doc} (leads-to under weak fairness)",
+        LeadsTo(spec.fn.obligations, spec.fn.met, describe, cycle_excludes=tuple(cycle_excludes)),
+    )
+
+
+def eventually(name: str, doc: str, q: Callable, describe: str) -> LivenessProperty:
+    """``<> Q`` from the initial states; ``q(model, state) -> bool``."""
+    return LivenessProperty(
+        name, "liveness", 0, doc, LeadsTo(lambda m, s: ("init",), lambda m, s, k, f: q(m, s), describe, True)
+    )
+
+
+LIVENESS = [
+    from_progress(
+        "host_channel_fair",
+        "host_channel",
+        "the backup of node {key} waits for host room while redundant mirrors exist, and "
+        "a fair run keeps it waiting forever",
+        cycle_excludes=("evict",),
+    ),
+    from_progress(
+        "eviction_progress_fair",
+        "eviction_progress",
+        "unlocked evictable device data exists, and a fair run never reaches a state in which "
+        "an evict() step frees a device page",
+    ),
+]
+BY_NAME: Dict[str, LivenessProperty] = {p.name: p for p in LIVENESS}
+
+
+class Lasso(NamedTuple):
+    message: str
+    states: list
+    actions: list
+    loop_start: int
+    key: object
+
+
+# --- the check ------------------------------------------------------------------------
+
+
+def check(m, search, prop, limit: int = 1) -> List[Lasso]:
+    """Up to ``limit`` lassos violating ``prop`` (distinct obligation states), shallowest
+    first; [] when it holds on the explored graph."""
+    lt = prop.fn
+    n = len(search.keys)
+    decode = search.codec.decode
+    src, dst, kind = graph_algo.edges(search)
+    opened: Dict[object, List[int]] = {}
+    if lt.from_init:
+        opened["init"] = [i for i in range(n) if search.parent[i] < 0]
+    else:
+        for i, k in enumerate(search.keys):
+            for key in lt.opens(m, decode(k)):
+                opened.setdefault(key, []).append(i)
+    if not opened:
+        return []
+    met = {key: np.zeros(n, dtype=bool) for key in opened}
+    for i, k in enumerate(search.keys):
+        s = decode(k)
+        for key, arr in met.items():
+            if lt.met(m, s, key, search.frees[i]):
+                arr[i] = True
+    names = m.action_names()
+    fair_kind = np.array([fair_name(x) for x in names] + [False] * (256 - len(names)))
+    # A state with no fair non-stuttering step can stutter forever: a fair end.
+    has_fair_step = np.zeros(n, dtype=bool)
+    fk = fair_kind[kind]
+    has_fair_step[src[fk]] = True
+    # Edges a cycle may use.
+    cyc_ok = np.array([x not in lt.cycle_excludes for x in names] + [False] * (256 - len(names)))
+    ck = cyc_ok[kind]
+    csrc, cdst = src[ck], dst[ck]
+    depth = progress.state_depths(search)
+    found = []
+    for order, (key, holders) in enumerate(opened.items()):
+        region = ~met[key]
+        seeds = np.array([i for i in holders if region[i]], dtype=np.int64)
+        if not len(seeds):
+            continue
+        live = graph_algo.reach(n, src, dst, seeds, region)
+        fair = _fair_states(m, search, live, csrc, cdst, has_fair_step)
+        if not fair.any():
+            continue
+        # Obligation states from which a fair component is reachable inside the region.
+        back = graph_algo.reach(n, dst, src, np.flatnonzero(fair), live)
+        for i in holders:
+            if live[i] and back[i]:
+                found.append((int(depth[i]), order, i, key))
+    found.sort()
+    out, seen = [], set()
+    for _d, _o, i, key in found:
+        if i in seen:
+            continue
+        seen.add(i)
+        out.append(_lasso(m, search, prop, i, key, met[key], (src, dst), (csrc, cdst), has_fair_step))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _fair_states(m, search, live, src, dst, has_fair_step) -> np.ndarray:
+    """Mask of the states (inside ``live``) that lie in a fair component of ``live``."""
+    n = len(search.keys)
+    inside = live[src] & live[dst]
+    s_in, d_in = src[inside], dst[inside]
+    _count, label = graph_algo.scc_labels(n, s_in, d_in)
+    out = np.zeros(n, dtype=bool)
+    # Components with an internal edge (non-trivial); the rest are single states.
+    same = label[s_in] == label[d_in]
+    nontrivial = np.zeros(n, dtype=bool)
+    nontrivial[s_in[same]] = True
+    comp_nontrivial = np.zeros(int(label.max()) + 1 if n else 0, dtype=bool)
+    comp_nontrivial[label[nontrivial]] = True
+    single = live & ~comp_nontrivial[label]
+    # A lone state with nothing fair left to do stutters forever: a fair end. States cut
+    # off by Model.constraint were never expanded: their future is unknown, not quiet.
+    expanded = np.frombuffer(bytes(search.expanded), dtype=np.uint8).astype(bool)
+    out |= single & ~has_fair_step & expanded
+    for c in np.unique(label[live & comp_nontrivial[label]]).tolist():
+        members = np.flatnonzero((label == c) & live)
+        if _component_fair(m, search, set(members.tolist())):
+            out[members] = True
+    return out
+
+
+def _units(m, search, i):
+    """(enabled fair units, {unit: [successor index, ...]}) of state ``i``."""
+    s = search.codec.decode(search.keys[i])
+    enabled, taken = set(), {}
+    for a in m.actions(s):
+        u = fair_unit(a)
+        if u is None:
+            continue
+        t = ACTION_SPECS[a.name].effect(m, s, a)
+        if t == s:
+            continue
+        enabled.add(u)
+        j = search.index.get(search.codec.encode(t))
+        taken.setdefault(u, []).append(j)
+    return enabled, taken
+
+
+def _component_fair(m, search, members: set) -> bool:
+    everywhere = None
+    somewhere, inside = set(), set()
+    for i in members:
+        enabled, taken = _units(m, search, i)
+        somewhere |= enabled
+        everywhere = set(enabled) if everywhere is None else everywhere & enabled
+        for u, js in taken.items():
+            if any(j in members for j in js):
+                inside.add(u)
+    return all(u in inside for u in (everywhere or ()))
+
+
+# --- building the lasso -------------------------------------------------------------------
+
+
+def _lasso(m, search, prop, i, key, met, edges, cycle_edges, has_fair_step) -> Lasso:
+    n = len(search.keys)
+    src, dst = edges
+    csrc, cdst = cycle_edges
+    region = ~met
+    live = graph_algo.reach(n, src, dst, [i], region)
+    fair = _fair_states(m, search, live, csrc, cdst, has_fair_step)
+    # Prefer ending in a quiescent state (no fair step left: it stutters forever, e.g. a
+    # re-hit whose backup is rejected again and again) over a longer cycle.
+    quiet = fair & ~has_fair_step & (np.frombuffer(bytes(search.expanded), dtype=np.uint8) > 0)
+    path = graph_algo.shortest_path(n, src, dst, i, quiet, live) if quiet.any() else None
+    if path is None:
+        path = graph_algo.shortest_path(n, src, dst, i, fair, live)
+    entry = path[-1]
+    inside = live[csrc] & live[cdst]
+    _c, label = graph_algo.scc_labels(n, csrc[inside], cdst[inside])
+    comp = np.flatnonzero((label == label[entry]) & live)
+    cycle = [entry] if quiet[entry] else _cycle(m, search, entry, set(comp.tolist()), csrc, cdst)
+    states, actions = replay.rebuild(m, search, i)
+    s = states[-1]
+    for j in path[1:] + cycle[1:]:
+        a, s = _step_to(m, search, s, j)
+        actions.append(a)
+        states.append(s)
+    loop_start = len(states) - len(cycle)
+    if len(cycle) == 1:  # a single state: show the stuttering step it repeats, if any
+        stutter = _stutter_action(m, s, key)
+        if stutter is not None:
+            actions.append(stutter)
+            states.append(s)
+        loop_start = len(states) - 1 - (1 if stutter is not None else 0)
+    why = replay.lasso_closes(m, actions, loop_start, states[0])
+    if why:
+        raise RuntimeError(f"liveness: the lasso does not replay ({why})")
+    name = m.name(key) if isinstance(key, int) else key
+    cyc = len(states) - 1 - loop_start
+    msg = (
+        f"{prop.fn.describe.format(key=name)}: after {loop_start} steps a cycle of {cyc} "
+        f"step{'s' if cyc != 1 else ''} repeats forever under weak fairness"
+    )
+    return Lasso(msg, states, actions, loop_start, key)
+
+
+def _cycle(m, search, entry: int, comp: set, src, dst) -> List[int]:
+    """State indices of a fair cycle through ``entry`` inside component ``comp``: for every
+    fair unit enabled somewhere in it, the cycle visits a state where the unit is disabled
+    or takes one of its edges. Returns [entry, ..., entry] ([entry] for a lone state)."""
+    if len(comp) == 1:
+        return [entry]
+    n = len(search.keys)
+    mask = np.zeros(n, dtype=bool)
+    mask[list(comp)] = True
+    info = {i: _units(m, search, i) for i in sorted(comp)}
+    units = sorted({u for en, _t in info.values() for u in en}, key=repr)
+    waypoints = []  # (state to reach, successor to step to or None)
+    for u in units:
+        off = next((i for i in sorted(comp) if u not in info[i][0]), None)
+        if off is not None:
+            waypoints.append((off, None))
+            continue
+        edge = next((i, j) for i in sorted(comp) for j in info[i][1].get(u, []) if j in comp)
+        waypoints.append(edge)
+    if not waypoints:  # no fair unit at all: any internal edge makes a cycle
+        j = next(int(d) for s_, d in zip(src.tolist(), dst.tolist()) if s_ == entry and d in comp)
+        waypoints.append((entry, j))
+    cur, out = entry, [entry]
+    for target, then in waypoints:
+        hop = graph_algo.shortest_path(n, src, dst, cur, _one(n, target), mask)
+        out += hop[1:]
+        cur = target
+        if then is not None:
+            out.append(then)
+            cur = then
+    back = graph_algo.shortest_path(n, src, dst, cur, _one(n, entry), mask) if cur != entry else [entry]
+    out += back[1:]
+    if len(out) == 1:  # entry itself was every waypoint: leave and come back
+        j = next(int(d) for s_, d in zip(src.tolist(), dst.tolist()) if s_ == entry and d in comp)
+        out += [j] + graph_algo.shortest_path(n, src, dst, j, _one(n, entry), mask)[1:]
+    return out
+
+
+def _one(n: int, i: int) -> np.ndarray:
+    t = np.zeros(n, dtype=bool)
+    t[i] = True
+    return t
+
+
+def _step_to(m, search, s, j: int):
+    """The first action of concrete state ``s`` whose successor is state ``j``."""
+    target = search.keys[j]
+    for a in m.actions(s):
+        t = ACTION_SPECS[a.name].effect(m, s, a)
+        if t != s and search.codec.encode(t) == target:
+            return a, t
+    raise RuntimeError("liveness: no step between consecutive lasso states")
+
+
+def _stutter_action(m, s, key) -> Optional[object]:
+    """A step of ``s`` that changes nothing (e.g. a re-hit whose backup is rejected),
+    preferring one that concerns the obligation's node: an insert of a request through it,
+    then an action naming it."""
+    found = [a for a in m.actions(s) if ACTION_SPECS[a.name].effect(m, s, a) == s]
+    if not found:
+        return None
+
+    def rank(a):
+        if isinstance(key, int) and key >= 0:
+            if a.name == "insert" and key in m.pages.request_pages[a["req"]]:
+                return 0
+            if key in [v for _k, v in a.params]:
+                return 1
+        return 2
+
+    return min(found, key=rank)

@@ -1,0 +1,189 @@
+"""A TOML model as a ready-to-run TLC model of the hand-written TLA+ twin (tla/HiCache.tla).
+
+TLC 2.15's .cfg accepts only numbers, strings, booleans and model values on the right of
+``=``, so sequences and sets (requests, page paths, faults, variants) are defined as
+operators in a small ``MC.tla`` that EXTENDS HiCache and bound with ``<-`` in ``MC.cfg``
+(the pattern the TLA+ Toolbox uses). The page universe is numbered here exactly as
+spec/config.py build_pages numbers it, and HiCacheConfig.tla ASSUMEs that numbering.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from tiercheck.errors import UserError
+from tiercheck.spec.config import build_pages
+
+TLA_DIR = Path(__file__).resolve().parent.parent / "tla"
+MODULES = ("HiCache.tla", "HiCacheTree.tla", "HiCacheConfig.tla")
+MC_NAME = "MC"
+
+# Properties of spec/properties.py that the TLA+ module defines, by kind. The progress
+# properties (host_channel, eviction_progress) are graph properties of tiercheck's own.
+INVARIANTS = (
+    "no_ghost",
+    "no_use_after_free",
+    "slot_conservation",
+    "rank_agreement",
+    "counter_sanity",
+    "no_collective_hang",
+)
+ACTION_PROPERTIES = (
+    "durable_only_when_acked",
+    "release_safety",
+    "locked_never_evicted",
+    "planner_determinism",
+)
+MAX_TLC_DIGEST_BITS = 30  # TLC 2.15 integers are 32-bit (HiCacheConfig ASSUMEs this)
+
+# Config fields the twin has a CONSTANT for. Any other field (the options of other HiCache
+# versions, spec/config.py) must keep its default: the twin models the seeds' protocol only,
+# and a model that sets one would be checked against a different protocol without notice.
+TWIN_FIELDS = frozenset({
+    "ranks", "requests", "device_pages", "host_pages", "policy", "storage", "prefetch",
+    "mirror_release", "duplicate_reclaim", "single_writer", "cp_planner", "faults",
+    "host_free_target", "fail_close_after", "digest_bits", "max_lock", "variants",
+})
+
+
+def refuse_options(cfg, where: str = "model") -> None:
+    """UserError when ``cfg`` sets a field the TLA+ twin does not model."""
+    for f in dataclasses.fields(cfg):
+        if f.name in TWIN_FIELDS:
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        value = getattr(cfg, f.name)
+        if value != default:
+            raise UserError(
+                f"{where}: option {f.name} = {tla_value(value).lower()} is not in the TLA+ twin "
+                f"(tla/HiCache.tla models the default protocol only; default {tla_value(default).lower()})"
+            )
+
+
+def tla_value(v) -> str:
+    """A Python constant as a TLA+ expression (tuples/lists -> sequences, sets -> sets)."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (frozenset, set)):
+        return "{" + ", ".join(tla_value(x) for x in sorted(v)) + "}"
+    if isinstance(v, (tuple, list)):
+        return "<<" + ", ".join(tla_value(x) for x in v) + ">>"
+    raise TypeError(f"no TLA+ value for {v!r}")
+
+
+def _uses_digests(cfg) -> bool:
+    """Does any wire digest take part in a comparison (mirror-release plans, the
+    negated-pair-overflow arithmetic)? Otherwise the width never matters."""
+    mirror = cfg.mirror_release and cfg.storage and not cfg.write_back
+    return mirror or cfg.has("negated-pair-overflow")
+
+
+def constants(cfg) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """(scalar constants for the .cfg, operator definitions for MC.tla), in CONSTANTS order."""
+    refuse_options(cfg)
+    pages = build_pages(cfg.requests)
+    bits = cfg.digest_bits
+    if bits > MAX_TLC_DIGEST_BITS:
+        if _uses_digests(cfg):
+            raise UserError(
+                f"model.digest_bits: {bits} is wider than TLC's 32-bit integers allow "
+                f"(at most {MAX_TLC_DIGEST_BITS} when digests are compared)"
+            )
+        bits = MAX_TLC_DIGEST_BITS  # never used by this configuration
+    scalars = {
+        "NumRanks": str(cfg.ranks),
+        "DevicePages": str(cfg.device_pages),
+        "HostPages": str(cfg.host_pages),
+        "Policy": tla_value(cfg.policy),
+        "Storage": tla_value(cfg.storage),
+        "Prefetch": tla_value(cfg.prefetch),
+        "MirrorRelease": tla_value(cfg.mirror_release),
+        "DuplicateReclaim": tla_value(cfg.duplicate_reclaim),
+        "SingleWriter": tla_value(cfg.single_writer),
+        "CpPlanner": tla_value(cfg.cp_planner),
+        "HostFreeTarget": str(cfg.host_free_target),
+        "FailCloseAfter": str(cfg.fail_close_after),
+        "DigestBits": str(bits),
+        "MaxLock": str(cfg.max_lock),
+    }
+    defs = {
+        "Requests": tla_value(cfg.requests),
+        "PagePaths": tla_value(pages.paths),
+        "Faults": tla_value(cfg.faults),
+        "Variants": tla_value(cfg.variants),
+    }
+    return scalars, defs
+
+
+def split_properties(names) -> Tuple[List[str], List[str], List[str]]:
+    """(state invariants, action properties, names TLC does not check) of a property list."""
+    inv = [n for n in names if n in INVARIANTS]
+    act = [n for n in names if n in ACTION_PROPERTIES]
+    rest = [n for n in names if n not in INVARIANTS and n not in ACTION_PROPERTIES]
+    return inv, act, rest
+
+
+def render(mf, properties: Optional[List[str]] = None) -> Tuple[str, str]:
+    """The text of MC.tla and MC.cfg for a loaded model file."""
+    props = list(mf.properties if properties is None else properties)
+    refuse_options(mf.config, str(mf.path))
+    scalars, defs = constants(mf.config)
+    inv, act, rest = split_properties(props)
+    mc = [
+        f"---- MODULE {MC_NAME} ----",
+        f"\\* Generated by `tiercheck tla` from {mf.path} (model {mf.name}).",
+        "EXTENDS HiCache",
+        "",
+    ]
+    mc += [f"MC_{name} == {value}" for name, value in defs.items()]
+    mc += ["", "===="]
+    cfg = [
+        f"\\* Generated by `tiercheck tla` from {mf.path} (model {mf.name}).",
+        "\\* Run: java -XX:+UseParallelGC -cp tla2tools.jar tlc2.TLC -workers 2 -deadlock MC.tla",
+        "\\* (-deadlock: states without successors, e.g. a halted group, are not errors.)",
+        "CONSTANTS",
+    ]
+    order = [
+        "NumRanks", "Requests", "PagePaths", "DevicePages", "HostPages", "Policy", "Storage",
+        "Prefetch", "MirrorRelease", "DuplicateReclaim", "SingleWriter", "CpPlanner", "Faults",
+        "HostFreeTarget", "FailCloseAfter", "DigestBits", "MaxLock", "Variants",
+    ]
+    for name in order:
+        cfg.append(f"    {name} = {scalars[name]}" if name in scalars else f"    {name} <- MC_{name}")
+    cfg += ["", "INIT Init", "NEXT Next"]
+    if inv:
+        cfg += ["", "INVARIANT"] + [f"    {n}" for n in inv]
+    if act:
+        cfg += ["", "PROPERTY"] + [f"    {n}" for n in act]
+    if rest:
+        cfg += ["", f"\\* Checked by tiercheck only (graph properties): {', '.join(rest)}"]
+    return "\n".join(mc) + "\n", "\n".join(cfg) + "\n"
+
+
+def export(mf, out_dir, properties: Optional[List[str]] = None) -> List[Path]:
+    """Write MC.tla, MC.cfg and a copy of the TLA+ modules into ``out_dir``."""
+    missing = [m for m in MODULES if not (TLA_DIR / m).is_file()]
+    if missing:
+        raise UserError(f"{TLA_DIR}: TLA+ modules missing ({', '.join(missing)})")
+    mc_text, cfg_text = render(mf, properties)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for m in MODULES:
+            shutil.copyfile(TLA_DIR / m, out / m)
+            written.append(out / m)
+        (out / f"{MC_NAME}.tla").write_text(mc_text)
+        (out / f"{MC_NAME}.cfg").write_text(cfg_text)
+    except OSError as exc:
+        raise UserError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    return written + [out / f"{MC_NAME}.tla", out / f"{MC_NAME}.cfg"]

@@ -1,0 +1,163 @@
+"""The whole audit: every inductiveness obligation (target x action) and the consensus
+theorems, run over a small process pool, with the Markdown and JSON reports.
+
+Bounds (docs/proofs.md): ranks, counters, capacities and the feature flags are
+unbounded/symbolic; the page universe is every forest of at most ``pages`` pages (the
+transitive closure of the parent relation is not first-order, so pages are bounded).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import time
+from pathlib import Path
+from typing import Dict, List, NamedTuple
+
+from .consensus import THEOREMS, run_theorem
+from .obligations import ACTION_NAMES, CASES, Result, prove_action
+from .strengthen import STRENGTHENING
+
+DEFAULT_PAGES = 2
+# Costliest first, so a pool of two balances.
+_ORDER = ["insert", "evict", "prefetch_from_storage", "check_prefetch_progress", "drain_storage_control_queues"]
+
+
+class Audit(NamedTuple):
+    variants: tuple
+    pages: int
+    workers: int
+    obligations: List[Result]
+    theorems: list
+    wall: float
+    cpu: float
+
+    @property
+    def failed(self):
+        return [r for r in self.obligations if r.status != "proved"]
+
+    def theorems_ok(self) -> bool:
+        return all(t.status in ("proved", "exhibited") for t in self.theorems)
+
+
+def _job(args):
+    action, case, variants, pages = args
+    t0 = time.process_time()
+    out = []
+    for r in prove_action(action, variants=frozenset(variants), k=pages, cases=(case,)):
+        cti = r.cti
+        if cti is not None:
+            cti = {k: v for k, v in cti.items() if not k.startswith("_")}
+        out.append(r._replace(cti=cti))
+    return out, time.process_time() - t0
+
+
+def _merge(old: Result, new: Result) -> Result:
+    """A target is proved when it is proved in every case of the pre-state."""
+    worse = old if old.status != "proved" else new
+    return worse._replace(seconds=old.seconds + new.seconds)
+
+
+def _theorems(_):
+    t0 = time.process_time()
+    return [run_theorem(t) for t in THEOREMS], time.process_time() - t0
+
+
+def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions=None) -> Audit:
+    t0 = time.perf_counter()
+    names = list(actions or ACTION_NAMES)
+    names.sort(key=lambda a: _ORDER.index(a) if a in _ORDER else len(_ORDER))
+    # One job per (action, case of the pre-state): the two cases of an expensive action
+    # run side by side.
+    jobs = [(a, c, tuple(sorted(variants)), pages) for a in names for c in (CASES if a != "init" else CASES[:1])]
+    cpu = 0.0
+    if workers > 1:
+        ctx = mp.get_context("fork")
+        with ctx.Pool(workers) as pool:
+            th_async = pool.apply_async(_theorems, (None,))
+            parts = pool.map(_job, jobs, chunksize=1)
+            theorems, c = th_async.get()
+    else:
+        parts = [_job(j) for j in jobs]
+        theorems, c = _theorems(None)
+    cpu += c
+    by_action: Dict[str, Dict[str, Result]] = {}
+    for (a, _c, _v, _p), (rs, c) in zip(jobs, parts):
+        cpu += c
+        merged = by_action.setdefault(a, {})
+        for r in rs:
+            merged[r.target] = _merge(merged[r.target], r) if r.target in merged else r
+    ordered = [r for a in ACTION_NAMES if a in by_action for r in by_action[a].values()]
+    return Audit(tuple(sorted(variants)), pages, workers, ordered, theorems, time.perf_counter() - t0, cpu)
+
+
+# --- reports ----------------------------------------------------------------------------
+
+
+def table_lines(audit: Audit) -> List[str]:
+    w = max(len(r.target) for r in audit.obligations)
+    wa = max(len(r.action) for r in audit.obligations)
+    lines = [f"{'obligation':<{w}}  {'action':<{wa}}  {'result':<7}  seconds"]
+    for r in audit.obligations:
+        lines.append(f"{r.target:<{w}}  {r.action:<{wa}}  {r.status:<7}  {r.seconds:7.2f}")
+    return lines
+
+
+def summary_line(audit: Audit) -> str:
+    n = len(audit.obligations)
+    ok = n - len(audit.failed)
+    th = sum(t.status in ("proved", "exhibited") for t in audit.theorems)
+    return (f"{ok}/{n} obligations proved, {th}/{len(audit.theorems)} consensus theorems as expected; "
+            f"{audit.wall:.1f}s wall on {audit.workers} worker(s) ({audit.cpu:.1f}s cpu, "
+            f"{os.cpu_count()} cores visible), pages <= {audit.pages}, ranks and counters unbounded"
+            + (f"; variants {', '.join(audit.variants)}" if audit.variants else ""))
+
+
+def to_json(audit: Audit) -> dict:
+    return {
+        "variants": list(audit.variants),
+        "bounds": {"pages": audit.pages, "ranks": "any (uninterpreted sort)", "counters": "unbounded integers",
+                   "config": "symbolic feature flags, capacities and targets (default options only)"},
+        "wall_seconds": round(audit.wall, 3),
+        "cpu_seconds": round(audit.cpu, 3),
+        "workers": audit.workers,
+        "obligations": [
+            {"obligation": r.target, "action": r.action, "result": r.status, "seconds": round(r.seconds, 3),
+             **({"cti": r.cti} if r.cti else {})}
+            for r in audit.obligations
+        ],
+        "strengthening": {s.name: s.meaning for s in STRENGTHENING.values()},
+        "theorems": [t._asdict() for t in audit.theorems],
+    }
+
+
+def to_markdown(audit: Audit) -> str:
+    from .cti import format_cti
+
+    out = ["# tiercheck prove: audit", "", summary_line(audit), ""]
+    out += ["## Obligations", "", "| obligation | action | result | seconds |", "|---|---|---|---|"]
+    out += [f"| {r.target} | {r.action} | {r.status} | {r.seconds:.2f} |" for r in audit.obligations]
+    out += ["", "## Strengthening invariants", ""]
+    out += [f"- **{s.name}**: {s.meaning}" for s in STRENGTHENING.values()]
+    out += ["", "## Consensus theorems (64-bit unless stated)", "", "| theorem | claim | result | seconds |",
+            "|---|---|---|---|"]
+    out += [f"| {t.name} | {t.claim} | {t.status} | {t.seconds:.2f} |" for t in audit.theorems]
+    for t in audit.theorems:
+        if t.detail:
+            out += ["", f"{t.name}: {t.detail}"]
+    fails = [r for r in audit.failed if r.cti]
+    if fails:
+        out += ["", "## Counterexamples to induction", ""]
+        for r in fails:
+            out += [f"### {r.target} / {r.action}", "", "```"] + format_cti(r.cti) + ["```", ""]
+    return "\n".join(out) + "\n"
+
+
+def write_reports(audit: Audit, directory) -> List[Path]:
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    md, js = d / "proofs.md", d / "proofs.json"
+    md.write_text(to_markdown(audit))
+    js.write_text(json.dumps(to_json(audit), indent=1, default=str))
+    return [md, js]

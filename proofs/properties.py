@@ -1,0 +1,260 @@
+"""The safety properties of spec/properties.py, one z3 encoding each, by the same name.
+
+Invariants: ``fn(ctx, s) -> parts`` (proofs.formula). Transition properties:
+``fn(ctx, s, name, t) -> parts`` where ``name`` is the action taken from s to t. Each
+mirrors its Python predicate; where the Python reads an explicit state field the
+encoding reads the same field of the rank views.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, NamedTuple
+
+from ..spec.properties import BY_NAME as SPEC_PROPERTIES
+from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
+from .encode.host_eviction import can_reclaim_duplicate
+from .encode.sync import digest_check_will_fire
+from .encode.tree import all_durable, is_device_leaf, live, node_has_page, node_len
+from .formula import Every, Fact
+from .state import RV
+from .sym import and_, eq, implies, ite, lt, le, ne, not_, or_, sel, sum_
+
+
+class Encoded(NamedTuple):
+    name: str
+    kind: str  # "invariant" | "transition"
+    fn: Callable
+    doc: str
+
+
+# --- 1. no ghost ------------------------------------------------------------------------------
+
+
+def no_ghost(ctx, s):
+    def per_rank(h):
+        rv = s.rank(h)
+        return and_(*(
+            implies(live(rv, e), or_(eq(rv.dev[e], RESIDENT), eq(rv.host[e], HOST_RESIDENT)))
+            for e in range(ctx.k)
+        ))
+
+    return [Every(per_rank)]
+
+
+# --- 2. no use-after-free -----------------------------------------------------------------
+
+
+def _pages_held(ctx, rv: RV, lst, first, dev_ok, host_ok, cond=True):
+    """Every page of every in-flight entry (index >= first) is held as the copy needs."""
+    parts = []
+    for i in range(lst.cap):
+        start, end = lst.items[i]
+        inflight = and_(cond, lst.valid(i), le(first, i))
+        for p in range(ctx.k):
+            e = rv.own[p]
+            ok = and_(
+                e >= 0,
+                or_(*(eq(sel(rv.host, e), x) for x in host_ok)),
+                or_(*(eq(sel(rv.dev, e), x) for x in dev_ok)) if dev_ok else True,
+            )
+            parts.append(implies(and_(inflight, ctx.uni.in_chain(start, end, p)), ok))
+    return and_(*parts)
+
+
+def no_use_after_free(ctx, s):
+    def per_rank(h):
+        rv = s.rank(h)
+        reads_for_storage = not_(and_(ctx.cfg.single_writer, not_(s.space.is_r0(h))))
+        return and_(
+            _pages_held(ctx, rv, rv.wq, rv.wdone, (RESIDENT,), (WRITING,)),
+            _pages_held(ctx, rv, rv.lq, rv.ldone, (LOADING,), (HOST_RESIDENT,)),
+            _pages_held(ctx, rv, rv.sq, rv.sdone.n, None, (HOST_RESIDENT,), reads_for_storage),
+        )
+
+    return [Every(per_rank)]
+
+
+# --- 3. slot conservation -----------------------------------------------------------------
+
+
+def device_held(ctx, rv: RV):
+    return sum_([ite(and_(live(rv, e), ne(rv.dev[e], ABSENT)), node_len(ctx, rv, e), 0) for e in range(ctx.k)])
+
+
+def host_held(ctx, rv: RV):
+    nodes = sum_([ite(and_(live(rv, e), ne(rv.host[e], ABSENT)), node_len(ctx, rv, e), 0) for e in range(ctx.k)])
+    pq = sum_([ite(rv.pq.valid(i), rv.pq.items[i][3], 0) for i in range(rv.pq.cap)])
+    return nodes + pq + rv.relq_sum
+
+
+def slot_conservation(ctx, s):
+    cfg = ctx.cfg
+
+    def per_rank(h):
+        rv = s.rank(h)
+        return and_(
+            rv.dev_free >= 0,
+            eq(rv.dev_free + device_held(ctx, rv), cfg.device_pages),
+            rv.host_free >= 0,
+            eq(rv.host_free + host_held(ctx, rv), cfg.host_pages),
+        )
+
+    return [Every(per_rank)]
+
+
+# --- 4. durable only when acked -------------------------------------------------------------
+
+
+def durable_only_when_acked(ctx, s, name, t):
+    space = s.space
+    if name == "drain_storage_control_queues":
+        nb = space.min(lambda h: s.rank(h).sdone.n)
+    else:
+        nb = 0
+
+    def per_rank(h):
+        rs, rt = s.rank(h), t.rank(h)
+        writer = s.rank(space.r0)
+        parts = []
+        for p in range(ctx.k):
+            new = and_(rt.durable[p], not_(rs.durable[p]))
+            allowed = []
+            for i in range(ctx.k if name == "drain_storage_control_queues" else 0):
+                start, end = rs.sq.items[i]
+                actual = ite(ctx.cfg.single_writer, writer.sdone.items[i][1], rs.sdone.items[i][1])
+                pos = ctx.uni.depth[p] - ctx.uni.depth_of(start)
+                allowed.append(and_(lt(i, nb), ctx.uni.in_chain(start, end, p), pos < actual))
+            parts.append(implies(new, or_(*allowed)))
+        return and_(*parts)
+
+    return [Every(per_rank)]
+
+
+# --- 5. release safety ----------------------------------------------------------------------
+
+
+def release_safety(ctx, s, name, t):
+    cfg = ctx.cfg
+
+    def per_rank(h):
+        rs, rt = s.rank(h), t.rank(h)
+        parts = []
+        for e in range(ctx.k):
+            dropped = and_(
+                live(rs, e), live(rt, e),
+                eq(rs.host[e], HOST_RESIDENT), eq(rt.host[e], ABSENT), ne(rt.dev[e], ABSENT),
+            )
+            wt_ok = and_(
+                not_(rt.lock[e] > 0),
+                eq(rt.dev[e], RESIDENT),
+                all_durable(ctx, rt, e),
+            )
+            spared = or_(*(
+                and_(
+                    rs.dups.valid(j), ne(rs.dups.items[j][0], e),
+                    live(rt, rs.dups.items[j][0]),
+                    can_reclaim_duplicate(ctx, rt, rs.dups.items[j][0]),
+                    not_(_device_leaf_at(ctx, rs, rs.dups.items[j][0])),
+                )
+                for j in range(rs.dups.cap)
+            ))
+            wb_ok = not_(and_(is_device_leaf(ctx, rs, e), spared))
+            ok = and_(
+                not_(rt.href[e] > 0),
+                not_(rt.lbp[e]),
+                ite(cfg.wb, wb_ok, wt_ok),
+            )
+            parts.append(implies(dropped, ok))
+        return and_(*parts)
+
+    return [Every(per_rank)]
+
+
+def _device_leaf_at(ctx, rv, e):
+    return or_(*(and_(eq(e, x), is_device_leaf(ctx, rv, x)) for x in range(ctx.k)))
+
+
+# --- 6. rank agreement ----------------------------------------------------------------------
+
+
+def replica_same(ctx, a: RV, b: RV):
+    """replica(a) == replica(b): tree, tier states, pools, queues, fail-closed flag."""
+    parts = [eq(a.own[p], b.own[p]) for p in range(ctx.k)]
+    for e in range(ctx.k):
+        la, lb = live(a, e), live(b, e)
+        fields = and_(*(eq(getattr(a, f)[e], getattr(b, f)[e])
+                        for f in ("start", "dev", "host", "lock", "href", "hits", "lbp", "rel")))
+        parts.append(eq(la, lb))
+        parts.append(implies(and_(la, lb), fields))
+    parts += [eq(a.dev_free, b.dev_free), eq(a.host_free, b.host_free), eq(a.closed, b.closed)]
+    parts += [a.wq.same(b.wq), a.lq.same(b.lq), a.sq.same(b.sq)]
+    parts.append(eq(a.pq.n, b.pq.n))
+    for i in range(a.pq.cap):
+        parts.append(implies(a.pq.valid(i), eq(a.pq.items[i][:4], b.pq.items[i][:4])))
+    parts += [eq(a.relq_n, b.relq_n), eq(a.relq_sum, b.relq_sum)]
+    return and_(*parts)
+
+
+def rank_agreement(ctx, s):
+    space = s.space
+    r0 = s.rank(space.r0)
+    excused = or_(ne(s.halted, 0), ne(s.hung, 0), not_(space.multi), digest_check_will_fire(ctx, s))
+    return [Every(lambda h: or_(excused, replica_same(ctx, s.rank(h), r0)))]
+
+
+# --- 7. counter sanity, locked never evicted ------------------------------------------------
+
+
+def counter_sanity(ctx, s):
+    def per_rank(h):
+        rv = s.rank(h)
+        return and_(*(implies(live(rv, e), and_(rv.lock[e] >= 0, rv.href[e] >= 0)) for e in range(ctx.k)))
+
+    return [Every(per_rank)]
+
+
+def locked_never_evicted(ctx, s, name, t):
+    def per_rank(h):
+        rs, rt = s.rank(h), t.rank(h)
+        return and_(*(
+            implies(
+                and_(live(rs, e), rs.lock[e] > 0, eq(rs.dev[e], RESIDENT)),
+                and_(live(rt, e), ne(rt.dev[e], ABSENT)),
+            )
+            for e in range(ctx.k)
+        ))
+
+    return [Every(per_rank)]
+
+
+# --- beyond the list ----------------------------------------------------------------------
+
+
+def no_collective_hang(ctx, s):
+    return [Fact(eq(s.hung, 0))]
+
+
+PROPERTIES: Dict[str, Encoded] = {
+    p.name: p
+    for p in [
+        Encoded("no_ghost", "invariant", no_ghost, SPEC_PROPERTIES["no_ghost"].doc),
+        Encoded("no_use_after_free", "invariant", no_use_after_free, SPEC_PROPERTIES["no_use_after_free"].doc),
+        Encoded("slot_conservation", "invariant", slot_conservation, SPEC_PROPERTIES["slot_conservation"].doc),
+        Encoded("durable_only_when_acked", "transition", durable_only_when_acked, SPEC_PROPERTIES["durable_only_when_acked"].doc),
+        Encoded("release_safety", "transition", release_safety, SPEC_PROPERTIES["release_safety"].doc),
+        Encoded("rank_agreement", "invariant", rank_agreement, SPEC_PROPERTIES["rank_agreement"].doc),
+        Encoded("counter_sanity", "invariant", counter_sanity, SPEC_PROPERTIES["counter_sanity"].doc),
+        Encoded("locked_never_evicted", "transition", locked_never_evicted, SPEC_PROPERTIES["locked_never_evicted"].doc),
+        Encoded("no_collective_hang", "invariant", no_collective_hang, SPEC_PROPERTIES["no_collective_hang"].doc),
+    ]
+}
+
+
+
+def coverage_gaps():
+    """Safety properties of the spec without an encoding (or of another kind)."""
+    safety = {n for n, p in SPEC_PROPERTIES.items() if p.kind != "progress"}
+    out = [f"spec property {n!r} has no encoding" for n in sorted(safety - set(PROPERTIES))]
+    out += [f"{n}: kind {PROPERTIES[n].kind} != spec {SPEC_PROPERTIES[n].kind}"
+            for n in PROPERTIES if n in SPEC_PROPERTIES and PROPERTIES[n].kind != SPEC_PROPERTIES[n].kind]
+    return out

@@ -1,0 +1,100 @@
+"""Pinned state-space sizes and verdicts of the shipped models (one table, shared by the
+tests that run every shipped model).
+
+A change here is a change of the spec's semantics or of a model file, never of the
+checker. models/library/sglang/ is another lane's (SGLang 0.5.23 options) and is pinned
+by its own tests; the checker's tests still run those models (coverage, symmetry) under
+``-m slow``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tiercheck.models import model_file
+
+LIBRARY = Path(model_file.LIBRARY)
+OTHER_LANES = ("sglang",)  # folders of models/library pinned elsewhere
+FAST = 2000  # models with fewer distinct states run by default
+
+# name -> (distinct states, transitions): every enabled (state, action) pair of an
+# expanded state, stuttering steps included.
+CORRECT = {
+    "cp-planner-2r": (31913, 180684),
+    "wb-1r": (92, 379),
+    "wb-2r": (176, 819),
+    "wb-reclaim-1r": (247, 1268),
+    "wb-reclaim-2r": (1174, 8021),
+    "wb-reclaim-storage-1r": (7072, 43662),
+    "wb-storage-1r": (934, 5301),
+    "wt-1r": (99, 426),
+    "wt-2r": (227, 1170),
+    "wt-alloc-2r": (290, 2619),
+    "wt-mirror-1r": (10502, 59560),
+    # The >= 10^6-state 2-rank model (slow=true in its file).
+    "wt-mirror-2r": (1169398, 8210612),
+    "wt-mirror-mla-2r": (37920, 259362),
+    "wt-mirror-prefetch-1r": (702, 3102),
+    "wt-mirror-sym4-2r": (26352, 178616),
+    "wt-prefetch-1r": (7380, 43676),
+    "wt-prefetch-2r": (471, 2621),
+    "wt-storage-1r": (2461, 16664),
+    "wt-storage-2r": (58245, 407078),
+    "wts-1r": (182, 806),
+    "wts-2r": (422, 2214),
+    "wts-mirror-1r": (8804, 51740),
+}
+
+# name -> (distinct states, properties violated among the model's default properties)
+EXPECTED = {
+    "variants/digest-unchecked": (22389, {"eviction_progress", "rank_agreement", "slot_conservation"}),
+    "variants/durable-on-ack": (15636, {"durable_only_when_acked"}),
+    "variants/early-return-collective": (13, {"no_collective_hang"}),
+    "variants/failed-batch-acked": (15636, {"durable_only_when_acked"}),
+    "variants/host-starvation": (463, {"host_channel", "host_channel_fair"}),
+    "variants/negated-pair-overflow": (11347, {"eviction_progress", "rank_agreement", "slot_conservation"}),
+    "variants/orphan-host-subtree": (14, {"slot_conservation"}),
+    "variants/partial-backup-leak": (19, {"rank_agreement"}),
+    "variants/planner-local-tiebreak": (46581, {"planner_determinism", "rank_agreement"}),
+    "variants/prefetch-double-free": (2513, {"eviction_progress", "slot_conservation"}),
+    "variants/reclaim-demote-leaf": (181, {"release_safety"}),
+    "variants/reclaim-during-loadback": (277, {"no_ghost", "no_use_after_free", "release_safety"}),
+    "variants/release-busy": (2985, {"release_safety"}),
+    "variants/release-no-consensus": (323, {"rank_agreement"}),
+    "variants/split-drops-pending-mark": (195, {"no_ghost", "no_use_after_free"}),
+    "variants/split-during-backup": (4220, {"no_use_after_free"}),
+    "findings/mirror-pinned-after-failed-backup": (11296, {"host_channel"}),
+}
+
+
+def shipped_names():
+    """Every model file under models/library, as a name relative to it."""
+    return sorted(str(p.relative_to(LIBRARY).with_suffix("")) for p in LIBRARY.rglob("*.toml"))
+
+
+def other_lane(name: str) -> bool:
+    return name.split("/")[0] in OTHER_LANES
+
+
+def size(name: str):
+    """Pinned distinct states (None when pinned elsewhere)."""
+    pin = CORRECT.get(name) or EXPECTED.get(name)
+    return pin[0] if pin else None
+
+
+def params(names, fast: int = FAST):
+    """pytest params: models below ``fast`` pinned states run by default, the rest (and
+    the other lanes' models) under -m slow."""
+    out = []
+    for n in names:
+        sz = size(n)
+        slow = sz is None or sz >= fast
+        out.append(pytest.param(n, marks=pytest.mark.slow if slow else (), id=n))
+    return out
+
+
+def correct_names():
+    """Shipped models that claim their default properties hold (no expect_violation)."""
+    return [n for n in shipped_names() if not model_file.load(n).expect_violation]

@@ -1,0 +1,129 @@
+"""`tiercheck tla`: the exported TLC model, and the TLA+ module kept in step with the spec
+(every action, invariant and rank-state field of spec/ has its TLA+ counterpart)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from tiercheck import cli
+from tiercheck.errors import UserError
+from tiercheck.models import model_file, tla_export
+from tiercheck.spec.config import Config, build_pages
+from tiercheck.spec.model import ACTIONS
+from tiercheck.spec.properties import PROPERTIES
+from tiercheck.spec.state import RankState
+
+TLA = (tla_export.TLA_DIR / "HiCache.tla").read_text()
+TREE = (tla_export.TLA_DIR / "HiCacheTree.tla").read_text()
+
+
+@pytest.fixture
+def tla_cli(monkeypatch):
+    # Only this command: the CLI imports every command module to build its parser.
+    monkeypatch.setattr(cli, "COMMANDS", ["tla"])
+    return cli.main
+
+
+def _defined(text: str, name: str) -> bool:
+    return re.search(rf"^{re.escape(name)}(\(.*\))? ==", text, re.M) is not None
+
+
+def test_every_spec_action_has_an_operator_of_its_name_in_next():
+    next_part = TLA[TLA.index("ReplicatedStep =="):TLA.index("Spec ==")]
+    for spec in ACTIONS:
+        name = spec.effect.__name__
+        assert _defined(TLA, name), f"HiCache.tla has no operator {name}"
+        assert re.search(rf"\b{name}\b", next_part), f"{name} is not a disjunct of Next"
+
+
+def test_every_state_invariant_and_transition_property_is_defined():
+    for p in PROPERTIES:
+        if p.kind == "invariant":
+            assert p.name in tla_export.INVARIANTS and _defined(TLA, p.name), p.name
+        elif p.kind == "transition":
+            assert p.name in tla_export.ACTION_PROPERTIES and _defined(TLA, p.name), p.name
+
+
+def test_rank_record_has_exactly_the_rank_state_fields():
+    body = TREE[TREE.index("EmptyRank =="):TREE.index("-----", TREE.index("EmptyRank =="))]
+    fields = set(re.findall(r"(\w+) \|->", body)) - {"Pages"}  # [p \in Pages |-> ...]
+    assert fields == set(RankState._fields)
+
+
+def test_cfg_and_mc_carry_the_model_constants():
+    mf = model_file.load("wt-mirror-2r")
+    mc, cfg = tla_export.render(mf)
+    assert "    NumRanks = 2" in cfg and "    DevicePages = 3" in cfg and "    HostPages = 2" in cfg
+    assert '    Policy = "write_through"' in cfg and "    MirrorRelease = TRUE" in cfg
+    assert "    Storage = TRUE" in cfg and "    Prefetch = FALSE" in cfg
+    assert "    Faults <- MC_Faults" in cfg and 'MC_Faults == {"partial_storage"}' in mc
+    paths = build_pages(mf.config.requests).paths
+    assert f"MC_PagePaths == {tla_export.tla_value(paths)}" in mc
+    assert "MC_Requests == <<<<1, 2>>, <<1, 3>>>>" in mc
+    inv = cfg[cfg.index("INVARIANT"):cfg.index("PROPERTY")]
+    assert "rank_agreement" in inv and "no_ghost" in inv and "durable_only_when_acked" not in inv
+    assert "eviction_progress" in cfg.splitlines()[-1]  # a graph property: tiercheck only
+
+
+def test_wide_digests_are_refused_only_when_compared():
+    mf = model_file.parse({"model": {"requests": [[1, 2]], "storage": True, "mirror_release": True,
+                                     "digest_bits": 64}})
+    with pytest.raises(UserError, match="digest_bits"):
+        tla_export.render(mf)
+    plain = model_file.parse({"model": {"requests": [[1, 2]], "digest_bits": 64}})
+    assert "    DigestBits = 30" in tla_export.render(plain)[1]
+
+
+def _options():
+    """Every Config field the twin has no CONSTANT for, with a non-default value."""
+    out = []
+    for f in dataclasses.fields(Config):
+        if f.name not in tla_export.TWIN_FIELDS:
+            assert isinstance(f.default, (bool, int)), f"{f.name}: pick a test value"
+            out.append((f.name, True if isinstance(f.default, bool) else f.default + 1))
+    return out
+
+
+def test_the_options_are_the_config_fields_outside_the_twin():
+    assert {"backup_chain", "load_back_threshold", "wb_drop_unbacked"} <= {k for k, _ in _options()}
+    assert tla_export.TWIN_FIELDS <= {f.name for f in dataclasses.fields(Config)}
+
+
+@pytest.mark.parametrize("key, value", _options())
+def test_options_the_twin_lacks_are_refused(key, value):
+    mf = model_file.parse({"model": {"requests": [[1, 2]], "policy": "write_back", key: value}}, "m.toml")
+    with pytest.raises(UserError, match=rf"^m.toml: option {key} = {str(value).lower()} is not in the TLA\+ twin"):
+        tla_export.render(mf)
+    tla_export.render(model_file.parse({"model": {"requests": [[1, 2]], "policy": "write_back"}}))
+
+
+def test_tla_command_writes_a_runnable_model(tla_cli, tmp_path, capsys):
+    out = tmp_path / "m"
+    assert tla_cli(["tla", "wb-reclaim-2r", "-o", str(out)]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["HiCache.tla", "HiCacheConfig.tla", "HiCacheTree.tla", "MC.cfg", "MC.tla"]
+    assert (out / "HiCache.tla").read_text() == TLA
+    assert "DuplicateReclaim = TRUE" in (out / "MC.cfg").read_text()
+    assert "tlc2.TLC" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["tla", "no-such-model", "-o", "X"], "no such model file"),
+        (["tla", "wt-1r", "-o", "X", "--property", "bogus"], "unknown property 'bogus'"),
+        (["tla", "wt-1r", "-o", "X", "--no-properties", "--property", "no_ghost"], "exclude each other"),
+        (["tla", "wt-1r", "-o", "FILE"], "not a directory"),
+        (["tla", "sglang/wt-1r", "-o", "X"], "option backup_chain = true is not in the TLA+ twin"),
+    ],
+)
+def test_tla_command_bad_input_is_one_line_exit_2(tla_cli, tmp_path, capsys, monkeypatch, argv, needle):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "FILE").write_text("x")
+    assert tla_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "X").exists()  # nothing written on refusal

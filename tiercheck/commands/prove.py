@@ -1,0 +1,56 @@
+"""tiercheck prove [--variant NAME] [--report DIR]: the z3 audit. Every inductiveness
+obligation (invariant x action) and the consensus theorems, as a table; a failing
+obligation prints its counterexample to induction in the spec's names."""
+
+from __future__ import annotations
+
+NAME = "prove"
+HELP = "prove the safety invariants inductive with z3 (table, CTIs, Markdown/JSON audit)"
+
+
+def add_arguments(p):
+    p.add_argument("--variant", action="append", default=[], metavar="NAME",
+                   help="switch on a bug variant of spec/variants.py (repeatable)")
+    p.add_argument("--report", metavar="DIR", help="write proofs.md and proofs.json here")
+    p.add_argument("--pages", type=int, default=None, help="page bound of the universe (default 2)")
+    p.add_argument("--workers", type=int, default=2, help="solver processes (default 2)")
+    p.add_argument("--action", action="append", default=[], help="only these actions (repeatable)")
+
+
+def run(args) -> int:
+    from tiercheck.errors import UserError
+    from tiercheck.proofs.audit import DEFAULT_PAGES, run_audit, summary_line, table_lines, write_reports
+    from tiercheck.proofs.cti import format_cti
+    from tiercheck.proofs.obligations import ACTION_NAMES
+    from tiercheck.proofs.scope import LIVENESS_ONLY, check_variant
+
+    for v in args.variant:
+        check_variant(v)
+        if v in LIVENESS_ONLY:
+            print(f"note: {v}: {LIVENESS_ONLY[v]}")
+    for a in args.action:
+        if a not in ACTION_NAMES:
+            raise UserError(f"unknown action {a!r} (known: {', '.join(ACTION_NAMES)})")
+    pages = args.pages if args.pages is not None else DEFAULT_PAGES
+    if not 1 <= pages <= 4:
+        raise UserError(f"--pages {pages}: choose 1..4 (the encoding grows with pages cubed)")
+    if args.workers < 1:
+        raise UserError("--workers must be at least 1")
+    audit = run_audit(args.variant, pages, args.workers, args.action or None)
+    for line in table_lines(audit):
+        print(line)
+    print()
+    for t in audit.theorems:
+        print(f"theorem {t.name:<36} {t.status:<9} {t.seconds:6.2f}s  {t.claim}")
+        if t.status == "exhibited" and t.detail:
+            print(f"    {t.detail}")
+    for r in audit.failed:
+        print(f"\nFAILED {r.target} under {r.action}" + ("" if r.cti else f" ({r.status}, no counterexample)"))
+        if r.cti:
+            for line in format_cti(r.cti):
+                print("  " + line)
+    if args.report:
+        paths = write_reports(audit, args.report)
+        print("\nwrote " + ", ".join(str(p) for p in paths))
+    print(summary_line(audit))
+    return 0 if not audit.failed and audit.theorems_ok() else 1

@@ -1,0 +1,759 @@
+------------------------------ MODULE HiCache ------------------------------
+(***************************************************************************)
+(* HiCache node tier states: the TLA+ twin of tiercheck.spec (spec/*.py).  *)
+(*                                                                         *)
+(* One operator per entry of spec/model.py ACTIONS, named like the Python  *)
+(* function, with the same guard and effect.  The state is State of        *)
+(* spec/state.py: per rank a record with the fields of RankState, the      *)
+(* store (per rank: the set of pages it holds) and the two stop flags.     *)
+(* Sequences are 1-based here where Python tuples are 0-based; page, rank  *)
+(* and request ids are the same numbers as in Python.                      *)
+(*                                                                         *)
+(* Generate a runnable model with `tiercheck tla MODEL.toml -o DIR`.        *)
+(***************************************************************************)
+EXTENDS HiCacheTree
+
+VARIABLES
+    ranks,    \* rank id -> rank state (RankState)
+    store,    \* rank id -> set of pages whose shard the store holds
+    hung,     \* "" or the sync point where a rank waits for peers that skipped it
+    halted    \* "" or the message of a sync round that detected diverged replicas
+
+vars == << ranks, store, hung, halted >>
+
+Init ==
+    /\ ranks = [r \in RankIds |-> EmptyRank]
+    /\ store = [r \in RankIds |-> {}]
+    /\ hung = ""
+    /\ halted = ""
+
+-----------------------------------------------------------------------------
+(* Sync rounds (spec/sync.py): the digest part every ready-count round     *)
+(* carries.  A failed [digest, -digest] check stops the group.             *)
+
+DigestHalts ==
+    TracksDigest /\ ~Has("digest-unchecked") /\ ~DigestsAgree([r \in RankIds |-> ranks[r].digest])
+
+HaltMessage(where) == where \o ": duplicate-reclaim victims diverged across ranks"
+
+\* The ranks after a passing digest round: victims since the last round cleared.
+AfterDigest ==
+    IF TracksDigest /\ \E r \in RankIds : ranks[r].digest # << >>
+    THEN TLCEval([r \in RankIds |-> [ranks[r] EXCEPT !.digest = << >>]])
+    ELSE ranks
+
+\* The next round's digest comparison (as its arithmetic computes it) fails.
+DigestCheckWillFire == DigestHalts
+
+\* A reclaim happened since the last round: no replicated step before the round.
+RoundDue == TracksDigest /\ \E r \in RankIds : ranks[r].digest # << >>
+
+MinOver(f) == Min({f[r] : r \in RankIds})
+
+-----------------------------------------------------------------------------
+(* insert (spec/write_path.py).                                            *)
+
+\* The cached part of request req: per node << end, pages matched, split page or -1 >>.
+MatchLen(np, path, pos) ==
+    Max({k \in 0 .. Min2(Len(np), Len(path) - pos) : \A i \in 1 .. k : np[i] = path[pos + i]})
+
+RECURSIVE WalkFrom(_, _, _)
+WalkFrom(rs, path, pos) ==
+    IF pos >= Len(path) \/ rs.owner[path[pos + 1]] < 0 THEN << >>
+    ELSE LET e == rs.owner[path[pos + 1]]
+             np == Chain(rs.nodes[e].start, e)
+             k == MatchLen(np, path, pos)
+         IN  << [end |-> e, k |-> k, split |-> IF k < Len(np) THEN np[k] ELSE -1] >>
+             \o WalkFrom(rs, path, pos + k)
+Walk(rs, req) == WalkFrom(rs, ReqPages[req], 0)
+
+\* Device pages insert(req) allocates: un-evicted nodes plus the new leaf.
+InsertDeviceNeed(rs, req) ==
+    LET w == Walk(rs, req)
+        need == SumSeq([i \in DOMAIN w |-> IF rs.nodes[w[i].end].dev = ABSENT THEN w[i].k ELSE 0])
+        covered == SumSeq([i \in DOMAIN w |-> w[i].k])
+    IN  need + Len(ReqPages[req]) - covered
+
+\* _inc_hit_count: << rank state, nodes to write >>; write-through stages a node
+\* on its threshold-th hit unless it is fully durable (anti-churn, seed 000).
+Hit(rs, e, toWrite) ==
+    IF WriteBack THEN << rs, toWrite >>
+    ELSE LET n == rs.nodes[e]
+             hits == Min2(n.hits + 1, WriteThreshold)
+             rs1 == [rs EXCEPT !.nodes[e].hits = hits]
+             churnGuard == MirrorRelease /\ AllDurable(rs1, e)
+         IN  << rs1, IF n.host = ABSENT /\ hits >= WriteThreshold /\ ~churnGuard
+                     THEN Append(toWrite, e) ELSE toWrite >>
+
+\* One walk item of insert(): split at the divergence, un-evict or count a hit.
+RECURSIVE InsertWalk(_, _, _, _)
+InsertWalk(rs, items, toWrite, pos) ==
+    IF items = << >> THEN << rs, toWrite, pos >>
+    ELSE LET it == Head(items)
+             rs0 == IF it.split >= 0 THEN SplitNode(rs, it.end, it.split) ELSE rs
+             e == IF it.split >= 0 THEN it.split ELSE it.end
+         IN  IF rs0.nodes[e].dev = ABSENT
+             THEN InsertWalk(RegisterDuplicate([rs0 EXCEPT !.nodes[e].dev = RESIDENT,
+                                                           !.dev_free = @ - it.k], e),
+                             Tail(items), toWrite, pos + it.k)
+             ELSE LET h == Hit(rs0, e, toWrite)
+                  IN  InsertWalk(h[1], Tail(items), h[2], pos + it.k)
+
+\* insert() on one rank: << rank state, nodes _inc_hit_count wants written >>.
+InsertOnRank(rs, req) ==
+    LET path == ReqPages[req]
+        w == InsertWalk(rs, Walk(rs, req), << >>, 0)
+        rs1 == w[1]  pos == w[3]
+    IN  IF pos < Len(path)
+        THEN LET rs2 == AddNode(rs1, path[pos + 1], path[Len(path)], NewNode(path[pos + 1]))
+                 rs3 == [rs2 EXCEPT !.dev_free = @ - (Len(path) - pos)]
+             IN  Hit(rs3, path[Len(path)], w[2])
+        ELSE << rs1, w[2] >>
+
+StageWrite(rs, e, need) ==
+    LET n == rs.nodes[e]
+    IN  [rs EXCEPT !.host_free = @ - need, !.wq = Append(@, << n.start, e >>),
+                   !.nodes[e] = [n EXCEPT !.host = WRITING, !.lock = @ + 1]]
+
+\* write_backup for the i-th node some rank wants staged, then the rest.
+RECURSIVE WriteBackupFrom(_, _, _, _)
+WriteBackupFrom(rks, wanted, failing, i) ==
+    IF \A r \in RankIds : i > Len(wanted[r]) THEN rks
+    ELSE LET w == TLCEval([r \in RankIds |-> IF i <= Len(wanted[r]) THEN wanted[r][i] ELSE -1])
+             holder == Min({r \in RankIds : w[r] # -1})
+             e == w[holder]
+             need == NodeLen(rks[holder], e)
+             agree == ~Has("partial-backup-leak")
+             alloc == IF agree /\ \E r \in RankIds : w[r] # e
+                      THEN << rks, [r \in RankIds |-> FALSE] >>   \* replicas disagree: nobody stages
+                      ELSE AllocateHost(rks, need, failing, agree)
+             rks1 == TLCEval([r \in RankIds |-> IF alloc[2][r] /\ w[r] # -1
+                                                THEN StageWrite(alloc[1][r], e, need)
+                                                ELSE alloc[1][r]])
+         IN  WriteBackupFrom(rks1, wanted, failing, i + 1)
+
+\* res: rank -> << rank state, nodes to stage >> of insert() on that rank.
+InsertEffect(res, fail) ==
+    LET rks == TLCEval([r \in RankIds |-> res[r][1]])
+        wanted == TLCEval([r \in RankIds |-> res[r][2]])
+    IN  IF \E r \in RankIds : wanted[r] # << >>
+        THEN WriteBackupFrom(rks, wanted, fail, 1)
+        ELSE rks
+
+insert(req, fail) ==
+    /\ \A r \in RankIds : InsertDeviceNeed(ranks[r], req) <= ranks[r].dev_free
+    /\ ranks' = InsertEffect(TLCEval([r \in RankIds |-> InsertOnRank(ranks[r], req)]), fail)
+    /\ UNCHANGED << store, hung, halted >>
+
+-----------------------------------------------------------------------------
+(* The D->H copy finishing on one rank, and writing_check.                 *)
+
+write_dma_done(r) ==
+    /\ ranks[r].wdone < Len(ranks[r].wq)
+    /\ ranks' = [ranks EXCEPT ![r].wdone = @ + 1]
+    /\ UNCHANGED << store, hung, halted >>
+
+\* Commit one D->H copy: host resident, write lock dropped, storage backup started.
+CommitNode(rs, e) ==
+    RegisterDuplicate([rs EXCEPT !.nodes[e].host = HOST_RESIDENT,
+                                 !.nodes[e].lock = @ - (IF WriteBack THEN 0 ELSE 1),
+                                 !.nodes[e].href = @ + (IF Storage THEN 1 ELSE 0)], e)
+
+RECURSIVE CommitNodes(_, _)
+CommitNodes(rs, es) == IF es = << >> THEN rs ELSE CommitNodes(CommitNode(rs, Head(es)), Tail(es))
+
+RECURSIVE CommitOps(_, _)
+CommitOps(rs, ops) ==
+    IF ops = << >> THEN rs
+    ELSE LET op == Head(ops)
+             rs1 == CommitNodes(rs, NodesCovering(rs, op[1], op[2]))
+         IN  CommitOps(IF Storage THEN [rs1 EXCEPT !.sq = Append(@, op)] ELSE rs1, Tail(ops))
+
+CommitWrites(rs, n) ==
+    LET rs1 == CommitOps(rs, SubSeq(rs.wq, 1, n))
+    IN  [rs1 EXCEPT !.wq = SubSeq(rs.wq, n + 1, Len(rs.wq)), !.wdone = rs.wdone - n]
+
+WritingCheckEffect(rks) ==
+    LET n == MinOver([r \in RankIds |-> rks[r].wdone])
+    IN  TLCEval([r \in RankIds |-> CommitWrites(rks[r], n)])
+
+\* Runs every iteration while a D->H copy is outstanding (MIN may be 0: a
+\* stuttering step), and whenever reclaim victims wait for the digest check.
+writing_check ==
+    /\ \/ TracksDigest /\ \E r \in RankIds : ranks[r].digest # << >>
+       \/ \E r \in RankIds : ranks[r].wq # << >>
+    /\ IF /\ Has("early-return-collective")      \* ranks with nothing finished return early;
+          /\ \E r \in RankIds : ranks[r].wdone = 0  \* the others wait in the all-reduce
+          /\ \E r \in RankIds : ranks[r].wdone > 0  \* forever (all early: nobody waits)
+       THEN /\ hung' = "writing_check"
+            /\ UNCHANGED << ranks, store, halted >>
+       ELSE IF DigestHalts
+       THEN /\ halted' = HaltMessage("writing_check")
+            /\ UNCHANGED << ranks, store, hung >>
+       ELSE /\ ranks' = WritingCheckEffect(AfterDigest)
+            /\ UNCHANGED << store, hung, halted >>
+
+-----------------------------------------------------------------------------
+(* evict (spec/eviction.py).                                               *)
+
+\* _evict_backuped: free the device copy; the host copy stays.
+Demote(rs, e) == [rs EXCEPT !.dev_free = @ + NodeLen(rs, e), !.nodes[e].dev = ABSENT]
+
+\* Every node below e is host-only and free of references.
+Prunable(rs, e) ==
+    \A d \in Subtree(rs, e) \ {e} : rs.nodes[d].href = 0 /\ rs.nodes[d].lock = 0
+
+\* _evict_regular without a host copy: delete e and prune its host-only subtree.
+Delete(rs, e) ==
+    LET below == Subtree(rs, e) \ {e}
+        freedHost == IF Has("orphan-host-subtree") THEN 0 ELSE SumLenSet(rs, below)
+    IN  RemoveNodes([rs EXCEPT !.dev_free = @ + NodeLen(rs, e), !.host_free = @ + freedHost],
+                    {e} \cup below)
+
+EvictOnRank(rs, e) ==
+    IF ~Live(rs, e) \/ ~IsDeviceLeaf(rs, e) THEN rs
+    ELSE IF rs.nodes[e].host = HOST_RESIDENT THEN Demote(rs, e)
+    ELSE IF Has("orphan-host-subtree") \/ Prunable(rs, e) THEN Delete(rs, e)
+    ELSE rs
+
+\* write_back: stage the node to host (blocking writing_check), then demote.
+StageAndDemote(rs, e, need) ==
+    LET n == rs.nodes[e]
+        rs1 == [rs EXCEPT !.host_free = @ - need,
+                          !.nodes[e] = [n EXCEPT !.host = HOST_RESIDENT,
+                                                 !.href = @ + (IF Storage THEN 1 ELSE 0)]]
+        rs2 == RegisterDuplicate(rs1, e)
+        rs3 == IF Storage THEN [rs2 EXCEPT !.sq = Append(@, << n.start, e >>)] ELSE rs2
+    IN  Demote(rs3, e)
+
+EvictEffect(e, fail) ==
+    LET needsWrite == TLCEval([r \in RankIds |-> /\ Live(ranks[r], e)
+                                                 /\ IsDeviceLeaf(ranks[r], e)
+                                                 /\ ranks[r].nodes[e].host = ABSENT])
+    IN  IF ~(WriteBack /\ \E r \in RankIds : needsWrite[r])
+        THEN TLCEval([r \in RankIds |-> EvictOnRank(ranks[r], e)])
+        ELSE LET holder == Min({r \in RankIds : needsWrite[r]})
+                 need == NodeLen(ranks[holder], e)
+                 alloc == AllocateHost(ranks, need, fail, ~Has("partial-backup-leak"))
+             IN  TLCEval([r \in RankIds |->
+                            IF ~needsWrite[r] THEN EvictOnRank(alloc[1][r], e)
+                            ELSE IF ~alloc[2][r] THEN alloc[1][r]
+                            ELSE StageAndDemote(alloc[1][r], e, need)])
+
+evict(e, fail) ==
+    /\ \E r \in RankIds : Live(ranks[r], e) /\ IsDeviceLeaf(ranks[r], e)
+    /\ ranks' = EvictEffect(e, fail)
+    /\ UNCHANGED << store, hung, halted >>
+
+-----------------------------------------------------------------------------
+(* The CP load-back planner and local_access (spec/cp_planner.py).         *)
+
+\* 0-based position of e in the rank's local access order, -1 if absent.
+ClockPos(rs, e) ==
+    IF \E i \in DOMAIN rs.clock : rs.clock[i] = e
+    THEN (CHOOSE i \in DOMAIN rs.clock : rs.clock[i] = e) - 1
+    ELSE -1
+
+\* Victim order: largest contribution to the remaining deficit first, ties broken by
+\* the end page (the variant: by the rank's local clock first).
+VictimKey(rs, remaining, e) ==
+    LET gain == Min2(NodeLen(rs, e), remaining) IN
+    IF Has("planner-local-tiebreak") THEN << -gain, ClockPos(rs, e), e >> ELSE << -gain, e >>
+
+RECURSIVE PickVictims(_, _, _, _)
+PickVictims(rs, cands, remaining, victims) ==
+    IF remaining <= 0 THEN victims
+    ELSE IF cands = {} THEN << >>
+    ELSE LET best == CHOOSE b \in cands : \A c \in cands \ {b} :
+                         LexLess(VictimKey(rs, remaining, b), VictimKey(rs, remaining, c))
+         IN  PickVictims(rs, cands \ {best}, remaining - NodeLen(rs, best), Append(victims, best))
+
+\* Victims (in order) that free `need` device pages, or << >> if impossible.
+PlanVictims(rs, need, protected) ==
+    LET Freeable(e) == /\ e \notin protected
+                       /\ \/ rs.nodes[e].host = HOST_RESIDENT
+                          \/ ~WriteBack /\ ChildNodes(rs, e) = {}
+    IN  PickVictims(rs, {e \in DeviceLeaves(rs) : Freeable(e)}, need, << >>)
+
+\* Demote backed victims; delete unbacked write-through leaves.
+RECURSIVE EvictVictims(_, _)
+EvictVictims(rs, victims) ==
+    IF victims = << >> THEN rs
+    ELSE LET e == Head(victims)  size == NodeLen(rs, e)
+             rs1 == IF rs.nodes[e].host = HOST_RESIDENT
+                    THEN [rs EXCEPT !.nodes[e].dev = ABSENT, !.dev_free = @ + size]
+                    ELSE [RemoveNodes(rs, {e}) EXCEPT !.dev_free = @ + size]
+         IN  EvictVictims(rs1, Tail(victims))
+
+\* The most recently touched live node of the rank, -1 if none.
+LastTouched(rs) ==
+    LET live == SelectSeq(rs.clock, LAMBDA x : Live(rs, x))
+    IN  IF live = << >> THEN -1 ELSE live[Len(live)]
+
+Touch(rs, e) == [rs EXCEPT !.clock = Append(SelectSeq(@, LAMBDA x : x # e /\ Live(rs, x)), e)]
+
+\* A rank touches a device leaf on its own: only its local clock moves.
+local_access(r, e) ==
+    /\ CpPlanner
+    /\ Live(ranks[r], e)
+    /\ e \in DeviceLeaves(ranks[r])
+    /\ LastTouched(ranks[r]) # e
+    /\ ranks' = [ranks EXCEPT ![r] = Touch(@, e)]
+    /\ UNCHANGED << store, hung, halted >>
+
+-----------------------------------------------------------------------------
+(* load_back, the H->D copy, loading_check (spec/load_path.py).            *)
+
+\* The evicted chain from e up to the first resident ancestor, top-down.
+RECURSIVE NodesToLoad(_, _)
+NodesToLoad(rs, e) ==
+    IF e < 0 \/ rs.nodes[e].dev # ABSENT THEN << >>
+    ELSE NodesToLoad(rs, ParentNode(rs, e)) \o << e >>
+
+LoadBackOnRank(rs0, e) ==
+    LET chain == NodesToLoad(rs0, e)
+        total == SumLen(rs0, chain)
+        rs == IF total > rs0.dev_free     \* the CP planner evicts first (guard: CpPlanner)
+              THEN EvictVictims(rs0, PlanVictims(rs0, total - rs0.dev_free, PathToRoot(rs0, e)))
+              ELSE rs0
+        cs == Range(chain)
+        rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF x \in cs
+                                             THEN [rs.nodes[x] EXCEPT !.dev = LOADING, !.lbp = TRUE]
+                                             ELSE rs.nodes[x]])]
+        rs2 == LockPath(rs1, e, 1)
+    IN  [rs2 EXCEPT !.dev_free = @ - total,
+                    !.lq = Append(@, << rs2.nodes[chain[1]].start, e >>)]
+
+CanLoadBack(rs, e) ==
+    /\ Live(rs, e)
+    /\ rs.nodes[e].dev = ABSENT
+    /\ LET chain == NodesToLoad(rs, e)  total == SumLen(rs, chain) IN
+       /\ \A i \in DOMAIN chain : rs.nodes[chain[i]].host = HOST_RESIDENT
+       /\ \/ total <= rs.dev_free
+          \/ CpPlanner /\ PlanVictims(rs, total - rs.dev_free, PathToRoot(rs, e)) # << >>
+
+load_back(e) ==
+    /\ \A r \in RankIds : CanLoadBack(ranks[r], e)
+    /\ ranks' = TLCEval([r \in RankIds |-> LoadBackOnRank(ranks[r], e)])
+    /\ UNCHANGED << store, hung, halted >>
+
+load_dma_done(r) ==
+    /\ ranks[r].ldone < Len(ranks[r].lq)
+    /\ ranks' = [ranks EXCEPT ![r].ldone = @ + 1]
+    /\ UNCHANGED << store, hung, halted >>
+
+RECURSIVE FinishLoads(_, _)
+FinishLoads(rs, ops) ==
+    IF ops = << >> THEN rs
+    ELSE LET op == Head(ops)
+             cs == Range(NodesCovering(rs, op[1], op[2]))
+             rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF x \in cs
+                                                  THEN [rs.nodes[x] EXCEPT !.dev = RESIDENT, !.lbp = FALSE]
+                                                  ELSE rs.nodes[x]])]
+         IN  FinishLoads(IF Live(rs1, op[2]) THEN LockPath(rs1, op[2], -1) ELSE rs1, Tail(ops))
+
+LoadingCheckEffect(rks) ==
+    LET n == MinOver([r \in RankIds |-> rks[r].ldone])
+    IN  TLCEval([r \in RankIds |->
+                   LET rs == FinishLoads(rks[r], SubSeq(rks[r].lq, 1, n))
+                   IN  [rs EXCEPT !.lq = SubSeq(@, n + 1, Len(@)), !.ldone = @ - n]])
+
+\* Runs every iteration while loads are in flight; MIN may be 0 (a stuttering step).
+loading_check ==
+    /\ \E r \in RankIds : ranks[r].lq # << >>
+    /\ IF DigestHalts
+       THEN /\ halted' = HaltMessage("loading_check")
+            /\ UNCHANGED << ranks, store, hung >>
+       ELSE /\ ranks' = LoadingCheckEffect(AfterDigest)
+            /\ UNCHANGED << store, hung, halted >>
+
+-----------------------------------------------------------------------------
+(* storage_backup_done, drain_storage_control_queues with mirror release,  *)
+(* store_lose, registry_skew (spec/storage_path.py).                       *)
+
+BackupPages(r) == LET op == ranks[r].sq[Len(ranks[r].sdone) + 1] IN Chain(op[1], op[2])
+
+\* << reported, actual >>; a single-writer follower wrote nothing and defers to rank 0.
+BackupAck(r, k) ==
+    IF ~Writes(r) THEN << SKIP, SKIP >>
+    ELSE << IF Has("failed-batch-acked") THEN Len(BackupPages(r)) ELSE k, k >>
+
+storage_backup_done(r, k) ==
+    /\ Len(ranks[r].sdone) < Len(ranks[r].sq)
+    /\ k \in IF Fault("partial_storage") /\ Writes(r) THEN 0 .. Len(BackupPages(r))
+             ELSE {Len(BackupPages(r))}
+    /\ ranks' = [ranks EXCEPT ![r].sdone = Append(@, BackupAck(r, k))]
+    /\ store' = IF Writes(r) THEN [store EXCEPT ![r] = @ \cup Range(SubSeq(BackupPages(r), 1, k))]
+                ELSE store
+    /\ UNCHANGED << hung, halted >>
+
+Deficit(rs) == Max2(0, HostFreeTarget - rs.host_free)
+
+ReleaseCandidates(rs) == {e \in Pages : IsRedundantMirror(rs, e)}
+
+RECURSIVE PlanFrom(_, _, _, _, _)
+PlanFrom(rs, cands, want, tokens, plan) ==
+    IF cands = << >> \/ tokens >= want THEN plan
+    ELSE PlanFrom(rs, Tail(cands), want, tokens + NodeLen(rs, Head(cands)),
+                  Append(plan, Head(cands)))
+
+\* Pick candidates in key order until the pool deficit is covered.
+PreparePlan(rs) ==
+    IF Deficit(rs) = 0 \/ rs.closed THEN << >>
+    ELSE PlanFrom(rs, Sorted(ReleaseCandidates(rs)), Deficit(rs), 0, << >>)
+
+\* The entries of last round's plan that are still release candidates, judged
+\* before this round's acks (durable marks are per rank: a stale entry can be live
+\* on one rank only, so the triple covers what the rank would commit).
+Committable(rs) == SelectSeq(rs.plan, LAMBDA e : IsRedundantMirror(rs, e))
+
+PlanTriple(rs, v) ==
+    << Len(rs.plan),
+       SumSeq([i \in DOMAIN v |-> NodeLen(rs, v[i])]),
+       WireDigest(v) >>
+
+\* Release each planned mirror that is still a candidate (re-checked live).
+RECURSIVE ExecutePlan(_, _)
+ExecutePlan(rs, plan) ==
+    IF plan = << >> THEN rs
+    ELSE LET e == Head(plan)
+             rs1 == IF IsRedundantMirror(rs, e)
+                    THEN [FreeNodeHost(rs, e) EXCEPT !.nodes[e].rel = TRUE]
+                    ELSE rs
+         IN  ExecutePlan(rs1, Tail(plan))
+
+MirrorWorkPending ==
+    /\ MirrorReleaseOn
+    /\ \E r \in RankIds :
+         /\ ~ranks[r].closed
+         /\ ranks[r].plan # << >> \/ (Deficit(ranks[r]) > 0 /\ ReleaseCandidates(ranks[r]) # {})
+
+\* Commit last round's plans if all ranks proposed the same (count, tokens,
+\* digest) triple, by negated pairs; else count a mismatch / fail-close.
+\* Then prepare the next plans.
+ReleaseRound(rks, commit) ==
+    IF \E r \in RankIds : rks[r].closed THEN rks
+    ELSE IF Has("release-no-consensus")
+    THEN TLCEval([r \in RankIds |-> ExecutePlan(rks[r], PreparePlan(rks[r]))])
+    ELSE LET anyPlan == \E r \in RankIds : rks[r].plan # << >>
+             triples == TLCEval([r \in RankIds |-> PlanTriple(rks[r], commit[r])])
+             agree == \A f \in 1 .. 3 : NegatedPairsAgree({triples[r][f] : r \in RankIds})
+             mism == rks[0].mismatch + 1
+             closeNow == mism >= FailCloseAfter
+             after == IF ~anyPlan THEN rks
+                      ELSE IF agree
+                      THEN TLCEval([r \in RankIds |-> [ExecutePlan(rks[r], commit[r]) EXCEPT !.mismatch = 0]])
+                      ELSE TLCEval([r \in RankIds |-> [rks[r] EXCEPT !.mismatch = mism, !.closed = closeNow,
+                                                                     !.plan = << >>]])
+         IN  IF anyPlan /\ ~agree /\ closeNow THEN after
+             ELSE TLCEval([r \in RankIds |-> [after[r] EXCEPT !.plan = PreparePlan(after[r])]])
+
+\* Per ack slot i, what each rank takes as completed (single writer: MIN over the
+\* real acks, the followers' SKIP standing for INT_MAX on the wire).
+SyncedCompleted(rks, i) ==
+    IF ~SingleWriter THEN TLCEval([r \in RankIds |-> rks[r].sdone[i][1]])
+    ELSE LET real == {rks[r].sdone[i][1] : r \in RankIds} \ {SKIP}
+         IN  TLCEval([r \in RankIds |-> IF real = {} THEN 0 ELSE Min(real)])
+
+\* The acks of one rank: release_host, and durable marks for the completed prefix.
+RECURSIVE AckBackups(_, _, _, _)
+AckBackups(rs, r, i, completed) ==
+    IF i > Len(completed) THEN rs
+    ELSE LET op == rs.sq[i]
+             targets == IF Has("split-during-backup")
+                        THEN (IF Live(rs, op[2]) THEN {op[2]} ELSE {})
+                        ELSE Range(NodesCovering(rs, op[1], op[2]))
+             rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF x \in targets
+                                                  THEN [rs.nodes[x] EXCEPT !.href = @ - 1]
+                                                  ELSE rs.nodes[x]])]
+             chain == Chain(op[1], op[2])
+             done == IF Has("durable-on-ack") THEN Len(chain) ELSE completed[i][r]
+             marked == {chain[j] : j \in 1 .. Min2(Max2(done, 0), Len(chain))}
+             rs2 == IF MirrorReleaseOn
+                    THEN [rs1 EXCEPT !.durable = @ \cup {p \in marked : rs1.owner[p] >= 0}]
+                    ELSE rs1
+         IN  AckBackups(rs2, r, i + 1, completed)
+
+DrainEffect(rks) ==
+    LET nb == MinOver([r \in RankIds |-> Len(rks[r].sdone)])
+        nr == MinOver([r \in RankIds |-> Len(rks[r].relq)])
+        completed == TLCEval([i \in 1 .. nb |-> SyncedCompleted(rks, i)])
+        commit == TLCEval([r \in RankIds |-> IF MirrorReleaseOn THEN Committable(rks[r]) ELSE << >>])
+        drained == TLCEval([r \in RankIds |->
+                      LET rs == AckBackups(rks[r], r, 1, completed)
+                      IN  [rs EXCEPT !.sq = SubSeq(@, nb + 1, Len(@)),
+                                     !.sdone = SubSeq(@, nb + 1, Len(@)),
+                                     !.relq = SubSeq(@, nr + 1, Len(@)),
+                                     !.host_free = @ + SumSeq(SubSeq(rs.relq, 1, nr))]])
+    IN  IF MirrorReleaseOn THEN ReleaseRound(drained, commit) ELSE drained
+
+\* Runs every iteration while storage operations are outstanding; MIN may be 0.
+drain_storage_control_queues ==
+    /\ \/ \E r \in RankIds : ranks[r].sq # << >> \/ ranks[r].relq # << >>
+       \/ MirrorWorkPending
+    /\ IF DigestHalts
+       THEN /\ halted' = HaltMessage("drain_storage_control_queues")
+            /\ UNCHANGED << ranks, store, hung >>
+       ELSE /\ ranks' = DrainEffect(AfterDigest)
+            /\ UNCHANGED << store, hung, halted >>
+
+store_lose(r, p) ==
+    /\ Fault("store_loss")
+    /\ p \in store[r]
+    /\ store' = [store EXCEPT ![r] = @ \ {p}]
+    /\ UNCHANGED << ranks, hung, halted >>
+
+\* A rank's registry order drifts: its oldest entry moves to the back.
+registry_skew(r) ==
+    /\ Fault("registry_skew")
+    /\ Len(ranks[r].dups) >= 2
+    /\ ranks' = [ranks EXCEPT ![r].dups = Tail(@) \o << Head(@) >>]
+    /\ UNCHANGED << store, hung, halted >>
+
+-----------------------------------------------------------------------------
+(* prefetch_from_storage, prefetch_io, check_prefetch_progress             *)
+(* (spec/prefetch.py).                                                     *)
+
+NoAnchor == << -1, -1 >>
+
+\* << matched pages, anchor node or -1 >> when req can prefetch, else NoAnchor.
+Anchor(rs, req) ==
+    LET path == ReqPages[req]
+        k == MatchedPrefix(rs, req)
+    IN  IF k = Len(path) THEN NoAnchor
+        ELSE IF k = 0 THEN << 0, -1 >>
+        ELSE LET e == rs.owner[path[k]]
+             IN  IF e # path[k] \/ rs.nodes[e].host # HOST_RESIDENT THEN NoAnchor ELSE << k, e >>
+
+Protect(rs, anchor, delta) ==
+    IF anchor < 0 THEN rs ELSE [rs EXCEPT !.nodes[anchor].href = @ + delta]
+
+\* All replicas agree on the anchor, and the store has the first missing page.
+CanPrefetch(req, a) ==
+    /\ a # NoAnchor
+    /\ \A r \in RankIds : Anchor(ranks[r], req) = a
+    /\ \E r \in RankIds : ReqPages[req][a[1] + 1] \in store[Source(r)]
+
+\* protect_host(anchor) first, then reserve host slots for the missing pages.
+PrefetchEffect(req, a, fail) ==
+    LET k == a[1]  anchor == a[2]
+        n == Len(ReqPages[req]) - k
+        alloc == AllocateHost(TLCEval([r \in RankIds |-> Protect(ranks[r], anchor, 1)]), n, fail, TRUE)
+    IN  TLCEval([r \in RankIds |->
+                   IF alloc[2][r]
+                   THEN [alloc[1][r] EXCEPT !.host_free = @ - n,
+                                            !.pq = Append(@, << req, anchor, k, n >>),
+                                            !.pdone = Append(@, NOT_DONE)]
+                   ELSE Protect(alloc[1][r], anchor, -1)])
+
+prefetch_from_storage(req, fail) ==
+    /\ Prefetch /\ Storage
+    /\ ~\E r \in RankIds : \E i \in DOMAIN ranks[r].pq : ranks[r].pq[i][1] = req
+    /\ CanPrefetch(req, Anchor(ranks[0], req))
+    /\ ranks' = PrefetchEffect(req, Anchor(ranks[0], req), fail)
+    /\ UNCHANGED << store, hung, halted >>
+
+\* The leading pages of prefetch op that the store holds (the read stops at a miss).
+PagesRead(op, held) ==
+    LET path == ReqPages[op[1]]
+    IN  Max({g \in 0 .. op[4] : \A j \in 1 .. g : path[op[3] + j] \in held})
+
+\* The rank's read finishes with the leading pages its store holds.
+prefetch_io(r, i) ==
+    /\ i \in DOMAIN ranks[r].pq
+    /\ ranks[r].pdone[i] = NOT_DONE
+    /\ ranks' = [ranks EXCEPT ![r].pdone[i] = PagesRead(ranks[r].pq[i], store[Source(r)])]
+    /\ UNCHANGED << store, hung, halted >>
+
+FinishPrefetch(rs, i, completed) ==
+    LET op == rs.pq[i]
+        anchor == op[2]  k == op[3]  n == op[4]
+        fetched == SubSeq(ReqPages[op[1]], k + 1, k + completed)
+        have == Max({h \in 0 .. Len(fetched) : \A j \in 1 .. h : rs.owner[fetched[j]] >= 0})
+        rs1 == IF have > 0 THEN EnsureBoundary(rs, fetched[have]) ELSE rs
+        rs2 == IF have < Len(fetched)
+               THEN AddNode(rs1, fetched[have + 1], fetched[Len(fetched)],
+                            [NoNode EXCEPT !.start = fetched[have + 1], !.host = HOST_RESIDENT])
+               ELSE rs1
+        tail == n - completed
+        freeNow == have + (IF Has("prefetch-double-free") THEN tail ELSE 0)
+        rs3 == [rs2 EXCEPT !.host_free = @ + freeNow,
+                           !.relq = IF tail # 0 THEN Append(@, tail) ELSE @,
+                           !.pq = RemoveAt(@, i),
+                           !.pdone = RemoveAt(@, i)]
+    IN  IF anchor >= 0 /\ Live(rs3, anchor)
+        THEN [rs3 EXCEPT !.nodes[anchor].href = @ - 1]
+        ELSE rs3
+
+CheckPrefetchEffect(i) ==
+    LET completed == MinOver([r \in RankIds |-> Max2(ranks[r].pdone[i], 0)])
+    IN  TLCEval([r \in RankIds |-> FinishPrefetch(ranks[r], i, completed)])
+
+\* Terminate (any time), agree on the completed prefix (MIN), insert it host-only.
+check_prefetch_progress(i) ==
+    /\ i \in DOMAIN ranks[0].pq
+    /\ \A r \in RankIds : i \in DOMAIN ranks[r].pq /\ ranks[r].pq[i] = ranks[0].pq[i]
+    /\ ranks' = CheckPrefetchEffect(i)
+    /\ UNCHANGED << store, hung, halted >>
+
+-----------------------------------------------------------------------------
+(* The bounds of Model.constraint.  States outside them are counted and    *)
+(* checked but not expanded.  TLC's CONSTRAINT would drop them uncounted,  *)
+(* so Next takes the bound as a conjunct instead.                          *)
+
+InBounds ==
+    \A r \in RankIds :
+        LET rs == ranks[r] IN
+        /\ 0 <= rs.dev_free /\ rs.dev_free <= DevicePages
+        /\ 0 <= rs.host_free /\ rs.host_free <= HostPages
+        /\ SumSeq(rs.relq) + SumSeq([i \in DOMAIN rs.pq |-> rs.pq[i][4]]) <= HostPages
+        /\ \A e \in LiveNodes(rs) : rs.nodes[e].lock <= MaxLock /\ rs.nodes[e].href <= MaxLock
+
+\* Replicated steps: the scheduler issues them on every rank; none may run
+\* while a ready-count round is due.
+ReplicatedStep ==
+    \/ \E req \in Reqs, fail \in FailSets : insert(req, fail)
+    \/ \E e \in Pages, fail \in (IF WriteBack THEN FailSets ELSE {{}}) : evict(e, fail)
+    \/ \E e \in Pages : load_back(e)
+    \/ \E req \in Reqs, fail \in FailSets : prefetch_from_storage(req, fail)
+
+OtherStep ==
+    \/ \E r \in RankIds : write_dma_done(r)
+    \/ writing_check
+    \/ \E r \in RankIds : load_dma_done(r)
+    \/ loading_check
+    \/ \E r \in RankIds, k \in 0 .. Len(PagePaths) : storage_backup_done(r, k)
+    \/ drain_storage_control_queues
+    \/ \E r \in RankIds : \E i \in 1 .. Len(ranks[r].pq) : prefetch_io(r, i)
+    \/ \E i \in 1 .. Len(ranks[0].pq) : check_prefetch_progress(i)
+    \/ \E r \in RankIds, p \in Pages : store_lose(r, p)
+    \/ \E r \in RankIds : registry_skew(r)
+    \/ \E r \in RankIds, e \in Pages : local_access(r, e)
+
+Next ==
+    /\ InBounds
+    /\ hung = "" /\ halted = ""     \* the group is stuck or has stopped itself
+    /\ \/ ~RoundDue /\ ReplicatedStep
+       \/ OtherStep
+
+Spec == Init /\ [][Next]_vars
+
+-----------------------------------------------------------------------------
+(* State invariants (spec/properties.py).                                  *)
+
+\* 1. every cached node has a usable copy
+no_ghost ==
+    \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
+        ranks[r].nodes[e].dev = RESIDENT \/ ranks[r].nodes[e].host = HOST_RESIDENT
+
+\* 2. every page under an in-flight copy is still held as that copy needs
+CopyHeld(rs, ops, devOk, hostOk) ==
+    \A i \in DOMAIN ops : \A p \in Range(Chain(ops[i][1], ops[i][2])) :
+        /\ rs.owner[p] >= 0
+        /\ rs.nodes[rs.owner[p]].host \in hostOk
+        /\ devOk = {} \/ rs.nodes[rs.owner[p]].dev \in devOk
+
+DmaTargetsHeld(rs, readsForStorage) ==
+    /\ CopyHeld(rs, SubSeq(rs.wq, rs.wdone + 1, Len(rs.wq)), {RESIDENT}, {WRITING})
+    /\ CopyHeld(rs, SubSeq(rs.lq, rs.ldone + 1, Len(rs.lq)), {LOADING}, {HOST_RESIDENT})
+    /\ readsForStorage =>
+         CopyHeld(rs, SubSeq(rs.sq, Len(rs.sdone) + 1, Len(rs.sq)), {}, {HOST_RESIDENT})
+
+no_use_after_free ==
+    \A r \in RankIds : DmaTargetsHeld(ranks[r], ~(SingleWriter /\ r > 0))
+
+\* 3. free + held = capacity for both pools
+PoolsBalance(rs) ==
+    LET live == LiveNodes(rs)
+        devHeld == SumLenSet(rs, {e \in live : rs.nodes[e].dev # ABSENT})
+        hostHeld == SumLenSet(rs, {e \in live : rs.nodes[e].host # ABSENT})
+                    + SumSeq([i \in DOMAIN rs.pq |-> rs.pq[i][4]]) + SumSeq(rs.relq)
+    IN  /\ rs.dev_free >= 0 /\ rs.dev_free + devHeld = DevicePages
+        /\ rs.host_free >= 0 /\ rs.host_free + hostHeld = HostPages
+
+slot_conservation == \A r \in RankIds : PoolsBalance(ranks[r])
+
+\* 6. replicas identical unless halted or a pending digest check will catch it
+Replica(rs) ==
+    << rs.owner, rs.nodes, rs.dev_free, rs.host_free, rs.wq, rs.lq, rs.sq, rs.pq, rs.relq,
+       rs.closed >>
+
+rank_agreement ==
+    \/ halted # "" \/ hung # "" \/ NumRanks < 2
+    \/ \A r \in RankIds : Replica(ranks[r]) = Replica(ranks[0])
+    \/ DigestCheckWillFire
+
+\* 7. counters never negative
+counter_sanity ==
+    \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
+        ranks[r].nodes[e].lock >= 0 /\ ranks[r].nodes[e].href >= 0
+
+\* no rank waits in a collective its peers skipped
+no_collective_hang == hung = ""
+
+-----------------------------------------------------------------------------
+(* Transition properties ([][A]_vars).                                     *)
+
+\* 4. a page becomes durable only inside the prefix a storage write really
+\*    stored: only a drain round may add durable marks, for the acks it drains
+\*    (the first nb of each rank's backup queue).
+AllowedDurable(r) ==
+    LET nb == MinOver([x \in RankIds |-> Len(ranks[x].sdone)])
+        rs == ranks[r]
+        writer == IF SingleWriter THEN ranks[0] ELSE rs
+        Prefix(i) == LET chain == Chain(rs.sq[i][1], rs.sq[i][2])
+                     IN  {chain[j] : j \in 1 .. Min2(Max2(writer.sdone[i][2], 0), Len(chain))}
+    IN  UNION {Prefix(i) : i \in 1 .. nb}
+
+DurableStep ==
+    \A r \in RankIds :
+        LET new == ranks'[r].durable \ ranks[r].durable
+        IN  new = {} \/ (drain_storage_control_queues /\ new \subseteq AllowedDurable(r))
+
+durable_only_when_acked == [][DurableStep]_vars
+
+\* 5. a host copy dropped under a resident device copy was idle, not load-back
+\*    pending, and (write-through) unlocked and durable, or (write_back) not an
+\*    evictable leaf while a non-leaf duplicate was reclaimable.
+ReleaseOk(rs, rt, e) ==
+    LET n == rt.nodes[e] IN
+    /\ n.href <= 0
+    /\ ~n.lbp
+    /\ IF ~WriteBack
+       THEN n.lock <= 0 /\ n.dev = RESIDENT /\ Range(Chain(n.start, e)) \subseteq rt.durable
+       ELSE IsDeviceLeaf(rs, e) =>
+              ~\E i \in DOMAIN rs.dups :
+                 LET d == rs.dups[i] IN
+                 d # e /\ Live(rt, d) /\ CanReclaimDuplicate(rt, d) /\ ~IsDeviceLeaf(rs, d)
+
+ReleaseStep ==
+    \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
+        (/\ Live(ranks'[r], e)
+         /\ ranks[r].nodes[e].host = HOST_RESIDENT
+         /\ ranks'[r].nodes[e].host = ABSENT
+         /\ ranks'[r].nodes[e].dev # ABSENT) => ReleaseOk(ranks[r], ranks'[r], e)
+
+release_safety == [][ReleaseStep]_vars
+
+\* 7. a locked node keeps its device copy
+LockedStep ==
+    \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
+        (ranks[r].nodes[e].lock > 0 /\ ranks[r].nodes[e].dev = RESIDENT)
+            => (Live(ranks'[r], e) /\ ranks'[r].nodes[e].dev # ABSENT)
+
+locked_never_evicted == [][LockedStep]_vars
+
+\* The same replicated state yields the same load-back victims on every rank.
+Dropped(r) ==
+    {e \in LiveNodes(ranks[r]) : ranks[r].nodes[e].dev = RESIDENT
+                                  /\ (~Live(ranks'[r], e) \/ ranks'[r].nodes[e].dev = ABSENT)}
+
+PlannerStep ==   \* cheap tests first: TLC evaluates this on every step
+    \/ ~CpPlanner \/ NumRanks < 2
+    \/ \A r \in RankIds : Dropped(r) = Dropped(0)
+    \/ \E r \in RankIds : Replica(ranks[r]) # Replica(ranks[0])
+    \/ ~\E e \in Pages : load_back(e)
+
+planner_determinism == [][PlannerStep]_vars
+
+=============================================================================

@@ -1,0 +1,246 @@
+---------------------------- MODULE HiCacheTree ----------------------------
+(***************************************************************************)
+(* One rank's state and the pure operators over it: tree queries           *)
+(* (spec/state.py), structural edits (spec/tree.py), digests               *)
+(* (spec/digest.py) and making room in the host pool                       *)
+(* (spec/host_eviction.py).  A rank state is a record with the fields of   *)
+(* RankState; a node is named by its end page, nodes[e] is NoNode when no  *)
+(* node ends at page e.  Python loops over ordered containers become       *)
+(* RECURSIVE operators that walk the same order.                           *)
+(***************************************************************************)
+EXTENDS HiCacheConfig
+
+ABSENT == 0
+RESIDENT == 1
+LOADING == 2           \* device states
+WRITING == 1
+HOST_RESIDENT == 2     \* host states (ABSENT = 0)
+SKIP == -1             \* a single-writer follower's storage ack
+NOT_DONE == -1         \* pdone entry of a prefetch read still running
+
+NoNode == [start |-> -1, dev |-> ABSENT, host |-> ABSENT, lock |-> 0, href |-> 0,
+           hits |-> 0, lbp |-> FALSE, rel |-> FALSE]
+NewNode(start) == [NoNode EXCEPT !.start = start, !.dev = RESIDENT]
+
+EmptyRank ==
+    [owner |-> TLCEval([p \in Pages |-> -1]), nodes |-> TLCEval([p \in Pages |-> NoNode]),
+     dev_free |-> DevicePages, host_free |-> HostPages, durable |-> {},
+     wq |-> << >>, wdone |-> 0, lq |-> << >>, ldone |-> 0, sq |-> << >>, sdone |-> << >>,
+     pq |-> << >>, pdone |-> << >>, relq |-> << >>, plan |-> << >>, mismatch |-> 0,
+     closed |-> FALSE, dups |-> << >>, digest |-> << >>, clock |-> << >>]
+
+-----------------------------------------------------------------------------
+(* Tree queries (spec/state.py).                                           *)
+
+Live(rs, e) == rs.nodes[e].start >= 0
+LiveNodes(rs) == {e \in Pages : Live(rs, e)}
+NodePages(rs, e) == Chain(rs.nodes[e].start, e)
+NodeLen(rs, e) == Depth(e) - Depth(rs.nodes[e].start) + 1
+
+ParentNode(rs, e) ==
+    LET above == Parent[rs.nodes[e].start] IN IF above >= 0 THEN rs.owner[above] ELSE -1
+
+ChildNodes(rs, e) == {rs.owner[c] : c \in {c \in Children[e] : rs.owner[c] >= 0}}
+
+RECURSIVE PathToRoot(_, _)
+PathToRoot(rs, e) == IF e < 0 THEN {} ELSE {e} \cup PathToRoot(rs, ParentNode(rs, e))
+
+RECURSIVE Subtree(_, _)
+Subtree(rs, e) == {e} \cup UNION {Subtree(rs, c) : c \in ChildNodes(rs, e)}
+
+\* Ends of the nodes holding pages of the chain start..end, deduplicated, top-down.
+RECURSIVE CoverFrom(_, _, _)
+CoverFrom(rs, ps, acc) ==
+    IF ps = << >> THEN acc
+    ELSE LET o == rs.owner[Head(ps)]
+         IN  CoverFrom(rs, Tail(ps), IF o >= 0 /\ ~InSeq(o, acc) THEN Append(acc, o) ELSE acc)
+NodesCovering(rs, s, e) == CoverFrom(rs, Chain(s, e), << >>)
+
+AllDurable(rs, e) == Range(NodePages(rs, e)) \subseteq rs.durable
+
+\* In evictable_leaves: resident, unlocked, no child holds a device copy.
+IsDeviceLeaf(rs, e) ==
+    /\ rs.nodes[e].dev = RESIDENT
+    /\ rs.nodes[e].lock <= 0
+    /\ \A c \in ChildNodes(rs, e) : rs.nodes[c].dev = ABSENT
+
+DeviceLeaves(rs) == {e \in LiveNodes(rs) : IsDeviceLeaf(rs, e)}
+
+\* In evictable_host_leaves: evicted, unlocked, host-resident, childless.
+IsHostLeaf(rs, e) ==
+    /\ rs.nodes[e].dev = ABSENT
+    /\ rs.nodes[e].lock = 0
+    /\ rs.nodes[e].host = HOST_RESIDENT
+    /\ ChildNodes(rs, e) = {}
+
+\* How many leading pages of request req are cached.
+MatchedPrefix(rs, req) ==
+    LET path == ReqPages[req]
+    IN  Max({k \in 0 .. Len(path) : \A i \in 1 .. k : rs.owner[path[i]] >= 0})
+
+SumLen(rs, es) == SumSeq([i \in DOMAIN es |-> NodeLen(rs, es[i])])
+
+RECURSIVE SumLenSet(_, _)
+SumLenSet(rs, S) ==
+    IF S = {} THEN 0
+    ELSE LET e == Min(S) IN NodeLen(rs, e) + SumLenSet(rs, S \ {e})
+
+-----------------------------------------------------------------------------
+(* Structural edits (spec/tree.py).                                        *)
+
+AddNode(rs, s, e, node) ==
+    LET ps == Range(Chain(s, e))
+    IN  [rs EXCEPT !.owner = TLCEval([p \in Pages |-> IF p \in ps THEN e ELSE rs.owner[p]]),
+                   !.nodes[e] = [node EXCEPT !.start = s]]
+
+IsDuplicate(rs, e) ==
+    Live(rs, e) /\ rs.nodes[e].dev # ABSENT /\ rs.nodes[e].host = HOST_RESIDENT
+
+\* _update_duplicate_tracking at a birth point (ordered dict: re-registering keeps order).
+RegisterDuplicate(rs, e) ==
+    IF ~(WriteBack /\ DuplicateReclaim) \/ InSeq(e, rs.dups) \/ ~IsDuplicate(rs, e)
+    THEN rs
+    ELSE [rs EXCEPT !.dups = Append(@, e)]
+
+\* _split_node: cut node `e` after page `at`; the upper half ends at `at`.
+SplitNode(rs, e, at) ==
+    LET old == rs.nodes[e]
+        lowerStart == CHOOSE p \in Range(Chain(old.start, e)) : Parent[p] = at
+        backups == Cardinality({i \in DOMAIN rs.sq : at \in Range(Chain(rs.sq[i][1], rs.sq[i][2]))})
+        upper == [old EXCEPT !.href = IF Has("split-during-backup") THEN 0 ELSE backups,
+                             !.lbp = IF Has("split-drops-pending-mark") THEN FALSE ELSE old.lbp]
+        rs1 == AddNode(rs, old.start, at, upper)
+        rs2 == [rs1 EXCEPT !.nodes[e] = [old EXCEPT !.start = lowerStart]]
+    IN  RegisterDuplicate(rs2, at)
+
+EnsureBoundary(rs, page) ==
+    LET e == rs.owner[page] IN IF e >= 0 /\ e # page THEN SplitNode(rs, e, page) ELSE rs
+
+\* Take nodes out of the tree: durable marks revoked, registry entries dropped.
+RemoveNodes(rs, ends) ==
+    LET ps == UNION {Range(NodePages(rs, e)) : e \in ends}
+    IN  [rs EXCEPT !.owner = TLCEval([p \in Pages |-> IF p \in ps THEN -1 ELSE rs.owner[p]]),
+                   !.nodes = TLCEval([p \in Pages |-> IF p \in ends THEN NoNode ELSE rs.nodes[p]]),
+                   !.durable = @ \ ps,
+                   !.dups = SelectSeq(@, LAMBDA d : d \notin ends)]
+
+\* inc_lock_ref / dec_lock_ref: every node from e up to the root.
+LockPath(rs, e, delta) ==
+    LET up == PathToRoot(rs, e)
+    IN  [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF x \in up
+                                                       THEN [rs.nodes[x] EXCEPT !.lock = @ + delta]
+                                                       ELSE rs.nodes[x]])]
+
+FreeNodeHost(rs, e) ==
+    [rs EXCEPT !.host_free = @ + NodeLen(rs, e), !.nodes[e].host = ABSENT]
+
+-----------------------------------------------------------------------------
+(* Digests (spec/digest.py).  TLC integers are 32-bit, so products are     *)
+(* taken modulo the wire width by doubling (MulMod), which needs m < 2^30. *)
+
+Mult == 1000003
+
+RECURSIVE MulMod(_, _, _)
+MulMod(a, b, m) ==
+    IF b = 0 THEN 0
+    ELSE LET h == MulMod(a, b \div 2, m)
+         IN  (((2 * h) % m) + (IF b % 2 = 1 THEN a ELSE 0)) % m
+
+Wrap(x) ==   \* two's-complement wrap to a signed DigestBits-wide integer
+    LET m == 2 ^ DigestBits  y == x % m IN IF y >= m \div 2 THEN y - m ELSE y
+
+Mix(d, node) ==
+    IF Has("negated-pair-overflow")
+    THEN LET m == 2 ^ DigestBits IN Wrap(MulMod(d % m, Mult % m, m) + node + 1)
+    ELSE LET m == 2 ^ (DigestBits - 1) - 1 IN (MulMod(d % m, Mult % m, m) + node + 1) % m
+
+RECURSIVE WireFrom(_, _)
+WireFrom(d, s) == IF s = << >> THEN d ELSE WireFrom(Mix(d, Head(s)), Tail(s))
+WireDigest(s) == WireFrom(0, s)
+
+\* What every rank concludes from MIN over [x, -x] in DigestBits-wide arithmetic.
+NegatedPairsAgree(values) ==
+    LET lo == Min({Wrap(v) : v \in values})
+        negLo == Min({Wrap(-v) : v \in values})
+    IN  lo = Wrap(-negLo)
+
+\* seqs: rank -> victims since the last round.
+DigestsAgree(seqs) ==
+    IF Has("negated-pair-overflow")
+    THEN NegatedPairsAgree({WireDigest(seqs[r]) : r \in RankIds})
+    ELSE \A r \in RankIds : seqs[r] = seqs[0]
+
+-----------------------------------------------------------------------------
+(* Making room in the host pool (spec/host_eviction.py).                   *)
+
+CanReclaimDuplicate(rs, e) ==
+    /\ Live(rs, e)
+    /\ IsDuplicate(rs, e)
+    /\ rs.nodes[e].href <= 0
+    /\ (~rs.nodes[e].lbp \/ Has("reclaim-during-loadback"))
+
+\* One pass of _reclaim_full_host_duplicates over the registry snapshot `todo`:
+\* << rank state, pages freed, stopped because enough was freed >>.
+RECURSIVE ReclaimPass(_, _, _, _, _)
+ReclaimPass(rs, todo, need, freed, spare) ==
+    IF todo = << >> THEN << rs, freed, FALSE >>
+    ELSE IF freed >= need THEN << rs, freed, TRUE >>
+    ELSE LET e == Head(todo) IN
+         IF ~CanReclaimDuplicate(rs, e)
+         THEN ReclaimPass(IF IsDuplicate(rs, e) THEN rs ELSE [rs EXCEPT !.dups = Remove(@, e)],
+                          Tail(todo), need, freed, spare)
+         ELSE IF spare /\ IsDeviceLeaf(rs, e)
+         THEN ReclaimPass(rs, Tail(todo), need, freed, spare)
+         ELSE LET rs1 == FreeNodeHost(rs, e)
+                  rs2 == [rs1 EXCEPT !.dups = Remove(@, e),
+                                     !.digest = IF TracksDigest THEN Append(@, e) ELSE << >>]
+              IN  ReclaimPass(rs2, Tail(todo), need, freed + NodeLen(rs, e), spare)
+
+\* First pass spares evictable device leaves, the second does not: << rs, freed >>.
+ReclaimDuplicates(rs, need) ==
+    IF Has("reclaim-demote-leaf")
+    THEN LET p == ReclaimPass(rs, rs.dups, need, 0, FALSE) IN << p[1], p[2] >>
+    ELSE LET p1 == ReclaimPass(rs, rs.dups, need, 0, TRUE)
+         IN  IF p1[3] THEN << p1[1], p1[2] >>
+             ELSE LET p2 == ReclaimPass(p1[1], p1[1].dups, need, p1[2], FALSE)
+                  IN  << p2[1], p2[2] >>
+
+\* LRU host leaves (lowest end page first) until `need` pages are freed.
+RECURSIVE EvictHostLeaves(_, _, _)
+EvictHostLeaves(rs, need, freed) ==
+    IF freed >= need THEN rs
+    ELSE LET leaves == {e \in LiveNodes(rs) : IsHostLeaf(rs, e) /\ rs.nodes[e].href = 0}
+         IN  IF leaves = {} THEN rs
+             ELSE LET v == Min(leaves)  size == NodeLen(rs, v)
+                  IN  EvictHostLeaves([RemoveNodes(rs, {v}) EXCEPT !.host_free = rs.host_free + size],
+                                      need, freed + size)
+
+\* evict_host(need): free at least `need` host pages if it can.
+EvictHost(rs, need) ==
+    IF WriteBack /\ DuplicateReclaim
+    THEN LET r == ReclaimDuplicates(rs, need) IN EvictHostLeaves(r[1], need, r[2])
+    ELSE EvictHostLeaves(rs, need, 0)
+
+\* Host allocation of `need` pages on every rank with evict_host as the fallback:
+\* << ranks, ok per rank >>.  `agree`: the outcome is agreed by a MIN all-reduce.
+AllocateHost(rks, need, failing, agree) ==
+    LET LocalOk(x, i) == i \notin failing /\ x[i].host_free >= need IN
+    IF agree
+    THEN IF \A i \in RankIds : LocalOk(rks, i)
+         THEN << rks, [i \in RankIds |-> TRUE] >>
+         ELSE LET r2 == TLCEval([i \in RankIds |-> EvictHost(rks[i], need)])
+                  ok == \A i \in RankIds : LocalOk(r2, i)
+              IN  << r2, [i \in RankIds |-> ok] >>
+    ELSE LET r2 == TLCEval([i \in RankIds |-> IF LocalOk(rks, i) THEN rks[i] ELSE EvictHost(rks[i], need)])
+         IN  << r2, TLCEval([i \in RankIds |-> LocalOk(r2, i)]) >>
+
+\* Seed 000's release candidate: a mirror the storage tier makes redundant.
+IsRedundantMirror(rs, e) ==
+    /\ Live(rs, e)
+    /\ rs.nodes[e].dev = RESIDENT
+    /\ rs.nodes[e].host = HOST_RESIDENT
+    /\ AllDurable(rs, e)
+    /\ \/ Has("release-busy")
+       \/ rs.nodes[e].lock = 0 /\ rs.nodes[e].href = 0 /\ ~rs.nodes[e].lbp
+
+=============================================================================
