@@ -111,10 +111,17 @@ def test_chromium_renders_a_two_rank_counterexample(tmp_path):
 def test_screenshot_shows_the_coloured_tree(walk_page, tmp_path):
     _trace, page = walk_page
     # A small window (the header and the two trees) keeps the pure-Python PNG decode short.
-    png = screenshot(f"{page.as_uri()}#step=10", tmp_path / "shot.png", size=(900, 330)).read_bytes()
     # Step 10: rank 0 and 1 each draw 1 (loading, host resident), 1/2 (the same) and the
-    # new 1/3 (device resident, host absent), in the viewer's fixed colours.
-    loading = count_colour(png, (0x42, 0xA5, 0xF5))
-    resident = count_colour(png, (0x43, 0xA0, 0x47))
-    host_resident = count_colour(png, (0x7E, 0x57, 0xC2))
-    assert loading > 4 * 2000 and host_resident > 4 * 1500 and resident > 2 * 1500, (loading, resident, host_resident)
+    # new 1/3 (device resident, host absent), in the viewer's fixed colours. Headless
+    # Chromium on a loaded machine has once captured a frame before layout settled, so a
+    # short first frame gets two more tries; a page without these colours fails all three.
+    seen = []
+    for attempt in range(3):
+        png = screenshot(f"{page.as_uri()}#step=10", tmp_path / f"shot{attempt}.png", size=(900, 330)).read_bytes()
+        loading = count_colour(png, (0x42, 0xA5, 0xF5))
+        resident = count_colour(png, (0x43, 0xA0, 0x47))
+        host_resident = count_colour(png, (0x7E, 0x57, 0xC2))
+        seen.append((loading, resident, host_resident))
+        if loading > 4 * 2000 and host_resident > 4 * 1500 and resident > 2 * 1500:
+            return
+    raise AssertionError(f"(loading, resident, host_resident) pixels per try: {seen}")
