@@ -12,12 +12,15 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from pathlib import Path
+import importlib.resources
 from typing import Dict, List, Optional, Tuple
 
 from tiercheck.errors import UserError
 from tiercheck.spec.config import build_pages
 
-TLA_DIR = Path(__file__).resolve().parent.parent / "tla"
+# The modules are package data of tiercheck.tla (the repository's tla/ folder), so they are
+# found in an editable install and in a wheel alike.
+TLA_DIR = Path(str(importlib.resources.files("tiercheck.tla")))
 MODULES = ("HiCache.tla", "HiCacheTree.tla", "HiCacheConfig.tla")
 MC_NAME = "MC"
 

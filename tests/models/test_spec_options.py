@@ -10,8 +10,6 @@ from tiercheck.models import model_file
 from tiercheck.spec.config import Config
 from tiercheck.spec.model import Model
 
-pytestmark = pytest.mark.sglang
-
 OPTIONS = ("backup_chain", "evict_host_shortfall", "backup_path_lock", "storage_per_node",
            "lbp_write_back_only", "settled_duplicates", "wb_drop_unbacked")
 
