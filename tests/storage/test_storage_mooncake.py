@@ -72,9 +72,13 @@ def test_store_full_fails_partway_prefix_is_right(mooncake_backend, ns):
         outs = sentinel_like(pages)
         w.submit_prefetch(hs, outs)
         p = w.run_next(timeout=30)
-        assert p.completed_pages == r.completed_pages
+        # A store this full may evict acked objects before the read (Mooncake's high
+        # watermark eviction; seen once in CI as -704 on the first keys): the read's prefix
+        # can be shorter than the write's, never longer, and never serves a wrong byte.
+        assert p.completed_pages <= r.completed_pages and p.completed_pages == completed_prefix(p.codes)
         for i, (page, out, c) in enumerate(zip(pages, outs, p.codes)):
             if c == codes.OK:
+                assert r.codes[i] == codes.OK, f"page {i} served although its write failed"
                 assert torch.equal(page, out), f"page {i} served with wrong bytes"
             else:
                 assert is_sentinel(out), f"failed page {i} touched its destination"
