@@ -15,6 +15,12 @@ from tiercheck.impl.collective import (
 from tiercheck.impl.lockstep import LockstepGroup
 from tiercheck.impl.torchdist import spawn_gloo
 
+# Fresh interpreters, not forks: earlier tests in the same pytest process leave threads
+# running (the Mooncake client's, torch's), and a fork taken while one of them holds a lock
+# has hung both ranks at start-up once in CI. The rank functions below are module-level,
+# so they pickle.
+START = "spawn"
+
 pytestmark = pytest.mark.gloo
 
 
@@ -51,7 +57,7 @@ def early_return(g):
 
 
 def test_gloo_matches_lockstep():
-    gloo = spawn_gloo(2, scenario, timeout=60)
+    gloo = spawn_gloo(2, scenario, timeout=60, start_method=START)
     lock = LockstepGroup(2, timeout=5).run(scenario)
     assert gloo == lock
     assert gloo[0][2] == [-3, 99] and gloo[1][3] == [1, 0, INT64_MIN + 1]
@@ -60,7 +66,7 @@ def test_gloo_matches_lockstep():
 
 def test_gloo_tag_mismatch_names_both_sync_points():
     with pytest.raises(SyncMismatchError) as ei:
-        spawn_gloo(2, mismatch, collective_timeout=10)
+        spawn_gloo(2, mismatch, collective_timeout=10, start_method=START)
     msg = str(ei.value)
     assert "call #1" in msg and "rank 0 at 'writing_check'" in msg and "rank 1 at 'drain_storage'" in msg
 
@@ -68,7 +74,7 @@ def test_gloo_tag_mismatch_names_both_sync_points():
 def test_gloo_missing_rank_times_out_naming_sync_point():
     t0 = time.monotonic()
     with pytest.raises(CollectiveTimeoutError) as ei:
-        spawn_gloo(2, slow_rank, collective_timeout=0.5)
+        spawn_gloo(2, slow_rank, collective_timeout=0.5, start_method=START)
     assert time.monotonic() - t0 < 10
     msg = str(ei.value)
     assert "'writing_check'" in msg and "timed out" in msg
@@ -78,5 +84,5 @@ def test_gloo_missing_rank_times_out_naming_sync_point():
 def test_gloo_rank_exiting_early_is_named():
     t0 = time.monotonic()
     with pytest.raises(RankMissingError, match=r"'writing_check'.*\[1\] did not arrive.*finished"):
-        spawn_gloo(2, early_return, collective_timeout=30)
+        spawn_gloo(2, early_return, collective_timeout=30, start_method=START)
     assert time.monotonic() - t0 < 10  # a peer exit is noticed, not waited out
