@@ -175,16 +175,8 @@ def check(m, search, prop, limit: int = 1) -> List[Lasso]:
         for i in holders:
             if live[i] and back[i]:
                 found.append((int(depth[i]), order, i, key))
-    found.sort()
-    out, seen = [], set()
-    for _d, _o, i, key in found:
-        if i in seen:
-            continue
-        seen.add(i)
-        out.append(_lasso(m, search, prop, i, key, met[key], (src, dst), (csrc, cdst), has_fair_step))
-        if len(out) >= limit:
-            break
-    return out
+    return [_lasso(m, search, prop, i, key, met[key], (src, dst), (csrc, cdst), has_fair_step)
+           for i, key in progress.first_per_state(found, limit)]
 
 
 def _fair_states(m, search, live, src, dst, has_fair_step) -> np.ndarray:

@@ -52,9 +52,14 @@ def check(m, search, prop, limit: int = 1) -> List[Tuple[int, object]]:
         for i in holders:
             if not good[i]:
                 found.append((int(depth[i]), order, i, key))
-    found.sort()
+    return first_per_state(found, limit)
+
+
+def first_per_state(found, limit):
+    """(state, key) of the shallowest ``limit`` entries of ``found`` — tuples (depth,
+    property order, state, key) — one per state: distinct counterexamples, shortest first."""
     out, seen = [], set()
-    for _d, _o, i, key in found:
+    for _d, _o, i, key in sorted(found):
         if i in seen:
             continue
         seen.add(i)

@@ -18,35 +18,13 @@ from tiercheck.impl.hicache import (
     LockstepHiCache,
     ReplicaDivergenceError,
 )
-from tiercheck.impl.kvdata import KVLayout
+from tiercheck.conformance.reference import impl_config  # the adapter's Config mapping
 from tiercheck.impl.pools import SlotError
 from tiercheck.models import model_file
 from tiercheck.spec.model import Model
 from tiercheck.spec.state import DEV_NAMES, HOST_NAMES
 
-LAYOUT = KVLayout(layers=1, heads=1, head_dim=4, page_size=1)
 
-
-def impl_config(cfg, **extra) -> HiCacheConfig:
-    return HiCacheConfig(
-        layout=LAYOUT,
-        device_pages=cfg.device_pages,
-        host_pages=max(cfg.host_pages, 1),
-        policy=cfg.policy,
-        storage=cfg.storage,
-        prefetch=cfg.prefetch and cfg.storage,
-        mirror_release=cfg.mirror_release and cfg.storage,
-        duplicate_reclaim=cfg.duplicate_reclaim,
-        single_writer=cfg.single_writer,
-        host_free_target=cfg.host_free_target,
-        fail_close_after=cfg.fail_close_after,
-        digest_bits=cfg.digest_bits,
-        variants=cfg.variants,
-        victim_order="path",
-        manual=True,
-        device="cpu",
-        **extra,
-    )
 
 
 def spec_view(m, s, r: int) -> dict:
