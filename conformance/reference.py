@@ -16,7 +16,7 @@ from tiercheck.impl.hicache.errors import DeviceFullError, ProtocolError
 from tiercheck.impl.kvdata import KVLayout
 from tiercheck.spec.model import Model
 
-from .refinement import refine
+from .refinement import concretize, refine
 
 LAYOUT = KVLayout(layers=1, heads=1, head_dim=4, page_size=1)
 
@@ -69,20 +69,8 @@ class ReferenceDriver:
     def apply(self, action) -> None:
         if self.hung or self.halted:
             return  # the group stopped; the spec has no successors either
-        m = self.model
-        paths, reqs = m.pages.paths, m.cfg.requests
-        p = dict(action.params)
         try:
-            if action.name in ("insert", "prefetch_from_storage"):
-                self.group.apply(action.name, tokens=list(reqs[p["req"]]), fail=p.get("fail", ()))
-            elif action.name in ("evict", "load_back"):
-                self.group.apply(action.name, node=paths[p["node"]], fail=p.get("fail", ()))
-            elif action.name == "local_access":
-                self.group.apply(action.name, rank=p["rank"], node=paths[p["node"]])
-            elif action.name == "store_lose":
-                self.group.apply(action.name, rank=p["rank"], page=paths[p["page"]])
-            else:
-                self.group.apply(action.name, **p)
+            self.group.apply(action.name, **concretize(self.model, action))
         except (DeviceFullError, ProtocolError):
             # The implementation refused a step its own guards do not allow: no step (the
             # comparison that follows still catches a refusal the spec disagrees with, or

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from tiercheck.spec.action import NODE, PAGE, REQUEST
+from tiercheck.spec.model import ACTION_SPECS
 from tiercheck.spec.state import DEV_NAMES, HOST_NAMES, Node, RankState, State, StorageAck
 
 _DEV = {name: i for i, name in enumerate(DEV_NAMES)}
@@ -98,3 +100,24 @@ def refine(model, snaps: List[dict], hung: str = "", halted: str = "") -> State:
     ranks = tuple(rank_state(model, s) for s in snaps)
     store = tuple(_mask(model, s.get("store") or ()) for s in snaps)
     return State(ranks=ranks, store=store, hung=hung, halted=halted)
+
+
+def concretize(model, action) -> dict:
+    """The action half of the mapping: a spec action's parameters as an implementation
+    takes them (``HiCacheGroup.apply``, docs/plugging-in.md). Each parameter is translated
+    by the kind its ActionSpec declares: a request index becomes ``tokens`` (its page
+    tokens), a node or page id its token path; ranks, counts and queue indices pass as
+    they are."""
+    kinds = ACTION_SPECS[action.name].signature
+    out = {}
+    for key, value in action.params:
+        kind = kinds.get(key)
+        if kind == REQUEST:
+            out["tokens"] = list(model.cfg.requests[value])
+        elif kind in (NODE, PAGE):
+            out[key] = model.pages.paths[value]
+        elif kind is None:
+            raise RefinementError(f"{action.name}: parameter {key!r} is not in its signature")
+        else:
+            out[key] = value
+    return out

@@ -36,7 +36,7 @@ import numpy as np
 from tiercheck.models import graph_algo, progress, replay
 from tiercheck.spec.action import LOCAL, SYNC
 from tiercheck.spec.model import ACTION_SPECS
-from tiercheck.spec.properties import BY_NAME as SPEC_PROPS
+from tiercheck.spec.properties import LIVENESS, PROPERTIES, LeadsTo, Property
 
 FAIR_KINDS = (LOCAL, SYNC)
 FAIR_REPLICATED = ("insert",)
@@ -60,60 +60,15 @@ def unit_str(u) -> str:
     return f"{u[0]}({inner})" if inner else u[0]
 
 
-class LeadsTo(NamedTuple):
-    opens: Callable  # (model, state) -> keys of the obligations P opens
-    met: Callable  # (model, state, key, frees) -> Q holds for key
-    describe: str  # {key}: the obligation, for messages
-    from_init: bool = False  # ``eventually Q``: the only obligation is opened initially
-    # Actions a lasso's cycle may not take: the behaviour eventually stops taking them
-    # (<>[] not A). host_channel: a scheduler that evicts forever can starve anything, and
-    # seed 000's claim is admission without relying on device eviction.
-    cycle_excludes: tuple = ()
-
-
-class LivenessProperty(NamedTuple):
-    name: str
-    kind: str  # "liveness"
-    number: int
-    doc: str
-    fn: LeadsTo
-
-
-def from_progress(name: str, prop_name: str, describe: str, cycle_excludes=()) -> LivenessProperty:
-    """The leads-to form of a spec progress property: obligation ~> met."""
-    spec = SPEC_PROPS[prop_name]
-    return LivenessProperty(
-        name,
-        "liveness",
-        spec.number,
-        f"{spec.doc} (leads-to under weak fairness)",
-        LeadsTo(spec.fn.obligations, spec.fn.met, describe, cycle_excludes=tuple(cycle_excludes)),
-    )
-
-
-def eventually(name: str, doc: str, q: Callable, describe: str) -> LivenessProperty:
+def eventually(name: str, doc: str, q: Callable, describe: str) -> Property:
     """``<> Q`` from the initial states; ``q(model, state) -> bool``."""
-    return LivenessProperty(
-        name, "liveness", 0, doc, LeadsTo(lambda m, s: ("init",), lambda m, s, k, f: q(m, s), describe, True)
+    return Property(
+        name, LIVENESS, 0, doc, LeadsTo(lambda m, s: ("init",), lambda m, s, k, f: q(m, s), describe, True)
     )
 
 
-LIVENESS = [
-    from_progress(
-        "host_channel_fair",
-        "host_channel",
-        "the backup of node {key} waits for host room while redundant mirrors exist, and "
-        "a fair run keeps it waiting forever",
-        cycle_excludes=("evict",),
-    ),
-    from_progress(
-        "eviction_progress_fair",
-        "eviction_progress",
-        "unlocked evictable device data exists, and a fair run never reaches a state in which "
-        "an evict() step frees a device page",
-    ),
-]
-BY_NAME: Dict[str, LivenessProperty] = {p.name: p for p in LIVENESS}
+# The fair-liveness properties are the spec's (one registry, tiercheck.spec.properties).
+BY_NAME: Dict[str, Property] = {p.name: p for p in PROPERTIES if p.kind == LIVENESS}
 
 
 class Lasso(NamedTuple):

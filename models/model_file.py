@@ -22,14 +22,13 @@ Every error names the file and the key and is one line; the CLI exits 2 on it.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
 from tiercheck.errors import UserError
-from tiercheck.spec.config import FAULTS, POLICIES, Config
-from tiercheck.models.liveness import BY_NAME as LIVENESS
-from tiercheck.spec.properties import BY_NAME
+from tiercheck.spec.config import CONSTANTS, FAULTS, POLICIES, Config
+from tiercheck.spec.properties import BY_NAME, default_properties
 from tiercheck.spec.variants import VARIANTS
 
 if sys.version_info >= (3, 11):
@@ -39,25 +38,9 @@ else:  # pragma: no cover
 
 LIBRARY = Path(__file__).resolve().parent / "library"
 
-# key -> (type, low, high) for ints; validation of the [model] table.
-_INT_KEYS = {
-    "ranks": (1, 8),
-    "device_pages": (1, 64),
-    "host_pages": (0, 64),
-    "host_free_target": (0, 64),
-    "fail_close_after": (1, 16),
-    "digest_bits": (2, 64),
-    "max_lock": (1, 16),
-    "load_back_threshold": (1, 16),
-}
-_BOOL_KEYS = ("storage", "prefetch", "mirror_release", "duplicate_reclaim", "single_writer", "cp_planner")
-# Options (docs/spec.md, "Options"): deliberate behaviours of other HiCache versions;
-# every default is the seeds' protocol. models/library/sglang/ sets SGLang 0.5.23's.
-_OPTION_KEYS = (
-    "backup_chain", "evict_host_shortfall", "backup_path_lock", "storage_per_node",
-    "lbp_write_back_only", "settled_duplicates", "wb_drop_unbacked",
-)
-_BOOL_KEYS += _OPTION_KEYS
+# Validation of the [model] table, from the Config fields (spec/config.py CONSTANTS).
+_INT_KEYS = {c.name: c.bounds for c in CONSTANTS.values() if c.bounds}
+_BOOL_KEYS = tuple(c.name for c in CONSTANTS.values() if c.type == "bool")
 _MODEL_KEYS = set(_INT_KEYS) | set(_BOOL_KEYS) | {
     "name", "description", "requests", "policy", "faults", "variants",
 }
@@ -169,8 +152,8 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
     elif not isinstance(props, list) or not all(isinstance(x, str) for x in props):
         raise err("check.properties", "must be a list of property names")
     for x in props:
-        if x not in BY_NAME and x not in LIVENESS:
-            known = ", ".join(list(BY_NAME) + list(LIVENESS))
+        if x not in BY_NAME:
+            known = ", ".join(BY_NAME)
             raise err("check.properties", f"unknown property {x!r} (known: {known})")
     if "host_channel" in props:
         largest = max(len(r) for r in cfg.requests)
@@ -182,7 +165,7 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
                 f"waiting node could never be admitted",
             )
     expect = check.get("expect_violation")
-    if expect is not None and expect not in BY_NAME and expect not in LIVENESS:
+    if expect is not None and expect not in BY_NAME:
         raise err("check.expect_violation", f"unknown property {expect!r}")
     if expect is not None and expect not in props:
         raise err("check.expect_violation", f"{expect!r} is not among the checked properties")
@@ -230,35 +213,6 @@ def _check_consistent(cfg: Config, err) -> None:
         raise err("model.faults", "'registry_skew' needs duplicate_reclaim = true")
 
 
-def default_properties(cfg: Config) -> List[str]:
-    """Every property that applies to the configuration."""
-    props = [
-        "no_ghost",
-        "no_use_after_free",
-        "slot_conservation",
-        "durable_only_when_acked",
-        "release_safety",
-        "counter_sanity",
-        "locked_never_evicted",
-        "eviction_progress",
-    ]
-    if cfg.ranks > 1:
-        props += ["rank_agreement", "no_collective_hang"]
-        if cfg.cp_planner:
-            props.append("planner_determinism")
-    # Liveness of the host channel is promised for a storage tier that does not fail
-    # backups: after a failed backup seed 000 keeps the mirror by design (see
-    # models/library/findings/mirror-pinned-after-failed-backup.toml).
-    # A target below the longest request makes the channel unprovable by construction
-    # (parse() rejects that combination when host_channel is asked for explicitly).
-    admits_longest = cfg.host_free_target >= max(len(r) for r in cfg.requests)
-    if cfg.storage and cfg.mirror_release and "partial_storage" not in cfg.faults and admits_longest:
-        # Both forms: possibility (a path admits it) and liveness under weak fairness
-        # (every fair run admits it; a violation is a lasso), tiercheck.models.liveness.
-        props += ["host_channel", "host_channel_fair"]
-    return props
-
-
 def dump(mf: ModelFile) -> str:
     """The model back as TOML (for generated suites and the ITF #meta)."""
     lines = config_lines(mf.config, mf.name, mf.description)
@@ -274,12 +228,11 @@ def config_lines(cfg: Config, name: str, description: str = "") -> List[str]:
     lines = ["[model]", f"name = {_toml_str(name)}"]
     if description:
         lines.append(f"description = {_toml_str(description)}")
-    defaults = Config()
-    for f in fields(Config):
-        v = getattr(cfg, f.name)
-        if f.name != "requests" and v == getattr(defaults, f.name):
+    for c in CONSTANTS.values():
+        v = getattr(cfg, c.name)
+        if c.name != "requests" and v == c.default:
             continue
-        lines.append(f"{f.name} = {_toml_value(v)}")
+        lines.append(f"{c.name} = {_toml_value(v)}")
     return lines
 
 

@@ -34,43 +34,27 @@ from __future__ import annotations
 from itertools import permutations
 from typing import Dict, List, Optional, Tuple
 
+from tiercheck.spec.config import changed
 from tiercheck.spec.state import RankState, State
 
 MAX_GROUP = 5040  # prefix relabelings enumerated at most
-RANK_BREAKERS = ("partial-backup-leak",)
 
 
 def _rank_breaking(cfg) -> bool:
     """Ranks are interchangeable only while their replicas agree: replicated steps take
-    their parameters from one rank's view. A variant whose bug is replica divergence
-    (its catalogue entry expects rank_agreement to break) ends that."""
+    their parameters from one rank's view. A variant whose bug is replica divergence (its
+    record says ``breaks_rank_symmetry``) ends that."""
     from tiercheck.spec.variants import VARIANTS
 
-    return any(cfg.has(v) for v in RANK_BREAKERS) or any(
-        v.expect == "rank_agreement" and cfg.has(v.name) for v in VARIANTS.values()
-    )
-# Config fields whose effect on page order was audited for prefix relabelings. Any other
-# field (a behaviour option added to the spec later, e.g. the SGLang 0.5.23 options) that
-# is set away from its default turns relabelings off: an unaudited option may order
-# victims or backups by page id. Rank permutations stay (every option is per rank).
-AUDITED_FIELDS = frozenset(
-    "ranks requests device_pages host_pages policy storage prefetch mirror_release "
-    "duplicate_reclaim single_writer cp_planner faults host_free_target fail_close_after "
-    "digest_bits max_lock variants".split()
-)
+    return any(VARIANTS[v].breaks_rank_symmetry for v in cfg.variants)
 
 
 def _unaudited_options(cfg) -> List[str]:
-    import dataclasses
-
-    out = []
-    for f in dataclasses.fields(cfg):
-        if f.name in AUDITED_FIELDS:
-            continue
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        if getattr(cfg, f.name) != default:
-            out.append(f.name)
-    return out
+    """Config fields set away from their default whose effect on page order was not
+    reviewed for prefix relabelings (spec/config.py, ``symmetry``): an unreviewed option
+    may order victims or backups by page id, so it turns relabelings off. Rank
+    permutations stay (every option is per rank)."""
+    return changed(cfg, lambda c: not c.symmetry)
 
 
 # --- the group ----------------------------------------------------------------------------

@@ -9,14 +9,15 @@ spec/config.py build_pages numbers it, and HiCacheConfig.tla ASSUMEs that number
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from pathlib import Path
 import importlib.resources
 from typing import Dict, List, Optional, Tuple
 
 from tiercheck.errors import UserError
-from tiercheck.spec.config import build_pages
+from tiercheck.spec.config import CONSTANTS, build_pages, changed
+from tiercheck.spec.properties import BY_NAME
+from tiercheck.spec.variants import VARIANTS
 
 # The modules are package data of tiercheck.tla (the repository's tla/ folder), so they are
 # found in an editable install and in a wheel alike.
@@ -24,46 +25,29 @@ TLA_DIR = Path(str(importlib.resources.files("tiercheck.tla")))
 MODULES = ("HiCache.tla", "HiCacheTree.tla", "HiCacheConfig.tla")
 MC_NAME = "MC"
 
-# Properties of spec/properties.py that the TLA+ module defines, by kind. The progress
-# properties (host_channel, eviction_progress) are graph properties of tiercheck's own.
-INVARIANTS = (
-    "no_ghost",
-    "no_use_after_free",
-    "slot_conservation",
-    "rank_agreement",
-    "counter_sanity",
-    "no_collective_hang",
-)
-ACTION_PROPERTIES = (
-    "durable_only_when_acked",
-    "release_safety",
-    "locked_never_evicted",
-    "planner_determinism",
-)
 MAX_TLC_DIGEST_BITS = 30  # TLC 2.15 integers are 32-bit (HiCacheConfig ASSUMEs this)
 
-# Config fields the twin has a CONSTANT for. Any other field (the options of other HiCache
-# versions, spec/config.py) must keep its default: the twin models the seeds' protocol only,
-# and a model that sets one would be checked against a different protocol without notice.
-TWIN_FIELDS = frozenset({
-    "ranks", "requests", "device_pages", "host_pages", "policy", "storage", "prefetch",
-    "mirror_release", "duplicate_reclaim", "single_writer", "cp_planner", "faults",
-    "host_free_target", "fail_close_after", "digest_bits", "max_lock", "variants",
-})
+# The twin's CONSTANTS in HiCache.tla's order: the Config fields it models (spec/config.py,
+# ``twin``), with the page universe numbered here right after the requests.
+TWIN_FIELDS = frozenset(c.name for c in CONSTANTS.values() if c.twin)
+ORDER = [x for c in CONSTANTS.values() if c.twin
+         for x in ((c.twin, "PagePaths") if c.name == "requests" else (c.twin,))]
 
 
 def refuse_options(cfg, where: str = "model") -> None:
-    """UserError when ``cfg`` sets a field the TLA+ twin does not model."""
-    for f in dataclasses.fields(cfg):
-        if f.name in TWIN_FIELDS:
-            continue
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        value = getattr(cfg, f.name)
-        if value != default:
-            raise UserError(
-                f"{where}: option {f.name} = {tla_value(value).lower()} is not in the TLA+ twin "
-                f"(tla/HiCache.tla models the default protocol only; default {tla_value(default).lower()})"
-            )
+    """UserError when ``cfg`` sets a field or a bug variant the TLA+ twin does not model
+    (spec/config.py ``twin``, spec/variants.py ``twin``): the twin models the seeds'
+    protocol only, and such a model would be checked against a different protocol
+    without notice."""
+    for v in sorted(cfg.variants):
+        if not VARIANTS[v].twin:
+            raise UserError(f"{where}: variant {v} is not in the TLA+ twin (tla/HiCache.tla does not model it)")
+    for name in changed(cfg, lambda c: not c.twin):
+        value, default = getattr(cfg, name), CONSTANTS[name].default
+        raise UserError(
+            f"{where}: option {name} = {tla_value(value).lower()} is not in the TLA+ twin "
+            f"(tla/HiCache.tla models the default protocol only; default {tla_value(default).lower()})"
+        )
 
 
 def tla_value(v) -> str:
@@ -100,36 +84,26 @@ def constants(cfg) -> Tuple[Dict[str, str], Dict[str, str]]:
                 f"(at most {MAX_TLC_DIGEST_BITS} when digests are compared)"
             )
         bits = MAX_TLC_DIGEST_BITS  # never used by this configuration
-    scalars = {
-        "NumRanks": str(cfg.ranks),
-        "DevicePages": str(cfg.device_pages),
-        "HostPages": str(cfg.host_pages),
-        "Policy": tla_value(cfg.policy),
-        "Storage": tla_value(cfg.storage),
-        "Prefetch": tla_value(cfg.prefetch),
-        "MirrorRelease": tla_value(cfg.mirror_release),
-        "DuplicateReclaim": tla_value(cfg.duplicate_reclaim),
-        "SingleWriter": tla_value(cfg.single_writer),
-        "CpPlanner": tla_value(cfg.cp_planner),
-        "HostFreeTarget": str(cfg.host_free_target),
-        "FailCloseAfter": str(cfg.fail_close_after),
-        "DigestBits": str(bits),
-        "MaxLock": str(cfg.max_lock),
-    }
-    defs = {
-        "Requests": tla_value(cfg.requests),
-        "PagePaths": tla_value(pages.paths),
-        "Faults": tla_value(cfg.faults),
-        "Variants": tla_value(cfg.variants),
-    }
-    return scalars, defs
+    scalars, defs = {}, {"PagePaths": tla_value(pages.paths)}
+    for c in CONSTANTS.values():
+        if not c.twin:
+            continue
+        value = bits if c.name == "digest_bits" else getattr(cfg, c.name)
+        if isinstance(value, (tuple, frozenset)):  # sequences and sets: operators in MC.tla
+            defs[c.twin] = tla_value(value)
+        else:
+            scalars[c.twin] = tla_value(value)
+    return scalars, {n: defs[n] for n in ORDER if n in defs}
 
 
 def split_properties(names) -> Tuple[List[str], List[str], List[str]]:
-    """(state invariants, action properties, names TLC does not check) of a property list."""
-    inv = [n for n in names if n in INVARIANTS]
-    act = [n for n in names if n in ACTION_PROPERTIES]
-    rest = [n for n in names if n not in INVARIANTS and n not in ACTION_PROPERTIES]
+    """(state invariants, action properties, names TLC does not check) of a property list:
+    the twin defines the properties whose record says ``twin`` (spec/properties.py); the
+    progress and liveness ones are graph properties of tiercheck's own."""
+    kind = {n: p.kind for n, p in BY_NAME.items() if p.twin}
+    inv = [n for n in names if kind.get(n) == "invariant"]
+    act = [n for n in names if kind.get(n) == "transition"]
+    rest = [n for n in names if n not in kind]
     return inv, act, rest
 
 
@@ -153,12 +127,7 @@ def render(mf, properties: Optional[List[str]] = None) -> Tuple[str, str]:
         "\\* (-deadlock: states without successors, e.g. a halted group, are not errors.)",
         "CONSTANTS",
     ]
-    order = [
-        "NumRanks", "Requests", "PagePaths", "DevicePages", "HostPages", "Policy", "Storage",
-        "Prefetch", "MirrorRelease", "DuplicateReclaim", "SingleWriter", "CpPlanner", "Faults",
-        "HostFreeTarget", "FailCloseAfter", "DigestBits", "MaxLock", "Variants",
-    ]
-    for name in order:
+    for name in ORDER:
         cfg.append(f"    {name} = {scalars[name]}" if name in scalars else f"    {name} <- MC_{name}")
     cfg += ["", "INIT Init", "NEXT Next"]
     if inv:

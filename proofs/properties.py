@@ -252,9 +252,12 @@ PROPERTIES: Dict[str, Encoded] = {
 
 
 def coverage_gaps():
-    """Safety properties of the spec without an encoding (or of another kind)."""
-    safety = {n for n, p in SPEC_PROPERTIES.items() if p.kind != "progress"}
-    out = [f"spec property {n!r} has no encoding" for n in sorted(safety - set(PROPERTIES))]
+    """Disagreements with the spec's property records (``proofs``: encoded here): a
+    property that says it is encoded and is not, an encoding the record does not claim,
+    an encoding of another kind."""
+    claimed = {n for n, p in SPEC_PROPERTIES.items() if p.proofs}
+    out = [f"spec property {n!r} has no encoding" for n in sorted(claimed - set(PROPERTIES))]
+    out += [f"encoding {n!r}: the spec's record does not say proofs=True" for n in sorted(set(PROPERTIES) - claimed)]
     out += [f"{n}: kind {PROPERTIES[n].kind} != spec {SPEC_PROPERTIES[n].kind}"
             for n in PROPERTIES if n in SPEC_PROPERTIES and PROPERTIES[n].kind != SPEC_PROPERTIES[n].kind]
     return out

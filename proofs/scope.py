@@ -1,31 +1,32 @@
 """What the proofs cover: the seeds' protocol with its features, faults and bug variants.
 
-Options that reproduce other HiCache versions (spec/config.py, "Options") and the CP
-load-back planner are not encoded; a config or variant that needs them is refused with
-one line rather than checked against the wrong transition relation.
+Derived from the spec's records: a Config field whose ``proofs`` metadata is off
+(spec/config.py: the options of other HiCache versions, the CP load-back planner) and a
+variant whose ``proof`` says it is out of scope (spec/variants.py) are refused with one
+line rather than checked against the wrong transition relation.
 """
 
 from __future__ import annotations
 
 from ..errors import UserError
-from ..spec.config import Config
+from ..spec.config import CONSTANTS, changed
+from ..spec.properties import BY_NAME as PROPERTIES
+from ..spec.variants import LIVENESS_ONLY as _LIVENESS, OUT_OF_SCOPE, VARIANTS
 
+# Config fields the encoding does not model.
+OPTIONS = tuple(c.name for c in CONSTANTS.values() if not c.proofs)
 # Variants whose bug lives in code the encoding does not cover, and why.
-OUT_OF_SCOPE_VARIANTS = {
-    "planner-local-tiebreak": "needs the CP load-back planner (cp_planner), which the proofs do not encode",
-}
+OUT_OF_SCOPE_VARIANTS = {v.name: v.proof_note() for v in VARIANTS.values() if v.proof.startswith(OUT_OF_SCOPE)}
 # Variants with only a liveness symptom: no safety obligation can fail.
 LIVENESS_ONLY = {
-    "host-starvation": "its symptom is host_channel (progress, property 9); the inductive proofs cover safety only",
+    v.name: f"its symptom is {v.expect} ({PROPERTIES[v.expect].kind}, property {PROPERTIES[v.expect].number}); "
+    "the inductive proofs cover safety only"
+    for v in VARIANTS.values() if v.proof == _LIVENESS
 }
-
-_DEFAULTS = Config()
-OPTIONS = ("backup_chain", "evict_host_shortfall", "backup_path_lock", "storage_per_node",
-           "lbp_write_back_only", "settled_duplicates", "wb_drop_unbacked", "load_back_threshold", "cp_planner")
 
 
 def options_set(cfg) -> list:
-    return [o for o in OPTIONS if hasattr(cfg, o) and getattr(cfg, o) != getattr(_DEFAULTS, o)]
+    return changed(cfg, lambda c: not c.proofs)
 
 
 def refuse_out_of_scope(cfg) -> None:
@@ -38,8 +39,6 @@ def refuse_out_of_scope(cfg) -> None:
 
 
 def check_variant(name: str) -> None:
-    from ..spec.variants import VARIANTS
-
     if name not in VARIANTS:
         raise UserError(f"unknown variant {name!r} (known: {', '.join(sorted(VARIANTS))})")
     if name in OUT_OF_SCOPE_VARIANTS:

@@ -16,6 +16,13 @@ from typing import Any, NamedTuple, Tuple
 # world (the store loses a key).
 REPLICATED, LOCAL, SYNC, ENV = "replicated", "local", "sync", "env"
 
+# What an action parameter names (spec/model.py ActionSpec.signature). REQUEST: an index
+# into cfg.requests; NODE: a node by its end page id; PAGE: a page id; RANK: one rank;
+# RANKS: a tuple of ranks (whose host allocation fails); COUNT: a number of pages;
+# OP: an index into a rank's queue of in-flight prefetches. The first three are what the
+# refinement mapping translates to token paths (tiercheck.conformance.refinement.concretize).
+REQUEST, NODE, PAGE, RANK, RANKS, COUNT, OP = "request", "node", "page", "rank", "ranks", "count", "op"
+
 
 class Action(NamedTuple):
     name: str

@@ -9,8 +9,8 @@ before ``p`` on its path (-1 for a page that hangs off the root).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Tuple
+from dataclasses import dataclass, field, fields
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 POLICIES = ("write_through", "write_through_selective", "write_back")
 
@@ -23,43 +23,66 @@ FAULTS = {
 }
 
 
+def constant(default, doc: str, *, twin: str = "", symmetry: bool = True, proofs: bool = True,
+             bounds: Optional[Tuple[int, int]] = None, option: bool = False):
+    """A Config field with what the rest of tiercheck needs to know about it.
+
+    ``twin``: the TLA+ twin's CONSTANT for it ("" when tla/HiCache.tla does not model it:
+    a model that sets it away from its default is refused by `tiercheck tla`).
+    ``symmetry``: its effect on page order was reviewed for prefix relabelings
+    (models/symmetry.py; an unreviewed field set away from its default turns them off).
+    ``proofs``: the z3 encoding models it (proofs/scope.py refuses it otherwise).
+    ``bounds``: the range a model file may give an integer. ``option``: a deliberate
+    behaviour of another HiCache version (docs/spec.md, "Options"), off in the seeds.
+    """
+    meta = {"doc": doc, "twin": twin, "symmetry": symmetry, "proofs": proofs,
+            "bounds": bounds, "option": option}
+    return field(default=default, metadata=meta)
+
+
+def _option(doc: str, default=False, bounds=None):
+    # An option of another HiCache version: neither the twin nor the proofs model it, and
+    # nobody reviewed its page-order dependence.
+    return constant(default, doc, symmetry=False, proofs=False, bounds=bounds, option=True)
+
+
 @dataclass(frozen=True)
 class Config:
     """Model constants. Every field has the default the seeds run with (features off)."""
 
-    ranks: int = 1
+    ranks: int = constant(1, "TP ranks", twin="NumRanks", bounds=(1, 8))
     # Each request is a tuple of page tokens; equal prefixes mean shared pages.
-    requests: Tuple[Tuple[int, ...], ...] = ((1, 2),)
-    device_pages: int = 4
-    host_pages: int = 4
-    policy: str = "write_through"
-    storage: bool = False
-    prefetch: bool = False
-    mirror_release: bool = False
-    duplicate_reclaim: bool = False
-    single_writer: bool = False
+    requests: Tuple[Tuple[int, ...], ...] = constant(((1, 2),), "requests as page-token tuples", twin="Requests")
+    device_pages: int = constant(4, "device pool size", twin="DevicePages", bounds=(1, 64))
+    host_pages: int = constant(4, "host pool size", twin="HostPages", bounds=(0, 64))
+    policy: str = constant("write_through", "write policy (POLICIES)", twin="Policy")
+    storage: bool = constant(False, "an L3 storage tier", twin="Storage")
+    prefetch: bool = constant(False, "prefetch from storage", twin="Prefetch")
+    mirror_release: bool = constant(False, "seed 000's mirror release", twin="MirrorRelease")
+    duplicate_reclaim: bool = constant(False, "seed 001's duplicate reclaim", twin="DuplicateReclaim")
+    single_writer: bool = constant(False, "only rank 0 writes to storage", twin="SingleWriter")
     # Context-parallel load-back planner (seed 004 header): load_back plans its evictions.
-    cp_planner: bool = False
-    faults: frozenset = frozenset()
+    cp_planner: bool = constant(False, "seed 004's CP load-back planner", twin="CpPlanner", proofs=False)
+    faults: frozenset = constant(frozenset(), "environment faults (FAULTS)", twin="Faults")
     # Mirror release: release only while host_free < host_free_target (pool pressure).
-    host_free_target: int = 1
-    fail_close_after: int = 2
+    host_free_target: int = constant(1, "mirror release target", twin="HostFreeTarget", bounds=(0, 64))
+    fail_close_after: int = constant(2, "mismatches before a rank closes", twin="FailCloseAfter", bounds=(1, 16))
     # Width of the machine integers the digests travel in (64 in production; small here
     # so the explicit checker can reach the wrap-around).
-    digest_bits: int = 16
+    digest_bits: int = constant(16, "digest width in bits", twin="DigestBits", bounds=(2, 64))
     # Bounds that keep the state space finite.
-    max_lock: int = 3
-    variants: frozenset = frozenset()
+    max_lock: int = constant(3, "lock/reference bound", twin="MaxLock", bounds=(1, 16))
+    variants: frozenset = constant(frozenset(), "bug variants (spec/variants.py)", twin="Variants")
     # Options: deliberate behaviours of other HiCache versions (docs/spec.md, "Options").
     # Every default is the seeds' protocol; models/library/sglang/ sets SGLang 0.5.23's.
-    backup_chain: bool = False  # write_through: ancestors first, stop at the first rejection
-    evict_host_shortfall: bool = False  # host admission evicts need - free, not need
-    backup_path_lock: bool = False  # a write-through backup locks the node's whole path
-    storage_per_node: bool = False  # a D->H ack starts one H->L3 backup per node it covers
-    lbp_write_back_only: bool = False  # load_back_pending is marked under write_back only
-    settled_duplicates: bool = False  # loading nodes are no duplicates; the load ack is a birth
-    wb_drop_unbacked: bool = False  # write_back: a victim whose backup is rejected is dropped
-    load_back_threshold: int = 1  # load-backs of fewer pages are refused
+    backup_chain: bool = _option("write_through: ancestors first, stop at the first rejection")
+    evict_host_shortfall: bool = _option("host admission evicts need - free, not need")
+    backup_path_lock: bool = _option("a write-through backup locks the node's whole path")
+    storage_per_node: bool = _option("a D->H ack starts one H->L3 backup per node it covers")
+    lbp_write_back_only: bool = _option("load_back_pending is marked under write_back only")
+    settled_duplicates: bool = _option("loading nodes are no duplicates; the load ack is a birth")
+    wb_drop_unbacked: bool = _option("write_back: a victim whose backup is rejected is dropped")
+    load_back_threshold: int = _option("load-backs of fewer pages are refused", 1, (1, 16))
 
     @property
     def write_threshold(self) -> int:
@@ -74,6 +97,30 @@ class Config:
 
     def fault(self, name: str) -> bool:
         return name in self.faults
+
+
+class Constant(NamedTuple):
+    """One Config field and its metadata (see ``constant``)."""
+
+    name: str
+    type: str  # the annotation: "bool", "int", ...
+    default: object
+    doc: str
+    twin: str
+    symmetry: bool
+    proofs: bool
+    bounds: Optional[Tuple[int, int]]
+    option: bool
+
+
+CONSTANTS: Dict[str, Constant] = {
+    f.name: Constant(f.name, str(f.type), f.default, **f.metadata) for f in fields(Config)
+}
+
+
+def changed(cfg: Config, keep=lambda c: True) -> List[str]:
+    """The fields ``keep`` selects that ``cfg`` sets away from their default."""
+    return [c.name for c in CONSTANTS.values() if keep(c) and getattr(cfg, c.name) != c.default]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from itertools import combinations
 from typing import Callable, Iterable, List, NamedTuple, Optional
 
 from . import cp_planner, eviction, load_path, prefetch, storage_path, write_path
-from .action import ENV, LOCAL, REPLICATED, SYNC, Action
+from .action import COUNT, ENV, LOCAL, NODE, OP, PAGE, RANK, RANKS, REPLICATED, REQUEST, SYNC, Action
 from .config import Config, build_pages
 from .properties import BY_NAME, PROPERTIES
 from .state import State, initial_state
@@ -21,27 +21,30 @@ from .sync import round_due
 class ActionSpec(NamedTuple):
     name: str
     kind: str  # REPLICATED | LOCAL | SYNC | ENV (see tiercheck.spec.action)
+    signature: dict  # parameter name -> what it names (REQUEST, NODE, ... in spec.action)
     params: Callable  # (model, state) -> iterable of candidate Actions
     guard: Callable  # (model, state, action) -> bool
     effect: Callable  # (model, state, action) -> State
+    option: str = ""  # the Config switch without which it is never enabled
 
 
+_FAIL = {"fail": RANKS}  # replicated steps whose host allocation may fail on some ranks
 ACTIONS: List[ActionSpec] = [
-    ActionSpec("insert", REPLICATED, write_path.insert_params, write_path.insert_guard, write_path.insert),
-    ActionSpec("write_dma_done", LOCAL, write_path.write_dma_done_params, write_path.write_dma_done_guard, write_path.write_dma_done),
-    ActionSpec("writing_check", SYNC, write_path.writing_check_params, write_path.writing_check_guard, write_path.writing_check),
-    ActionSpec("evict", REPLICATED, eviction.evict_params, eviction.evict_guard, eviction.evict),
-    ActionSpec("load_back", REPLICATED, load_path.load_back_params, load_path.load_back_guard, load_path.load_back),
-    ActionSpec("load_dma_done", LOCAL, load_path.load_dma_done_params, load_path.load_dma_done_guard, load_path.load_dma_done),
-    ActionSpec("loading_check", SYNC, load_path.loading_check_params, load_path.loading_check_guard, load_path.loading_check),
-    ActionSpec("storage_backup_done", LOCAL, storage_path.storage_backup_done_params, storage_path.storage_backup_done_guard, storage_path.storage_backup_done),
-    ActionSpec("drain_storage_control_queues", SYNC, storage_path.drain_params, storage_path.drain_guard, storage_path.drain_storage_control_queues),
-    ActionSpec("prefetch_from_storage", REPLICATED, prefetch.prefetch_params, prefetch.prefetch_guard, prefetch.prefetch_from_storage),
-    ActionSpec("prefetch_io", LOCAL, prefetch.prefetch_io_params, prefetch.prefetch_io_guard, prefetch.prefetch_io),
-    ActionSpec("check_prefetch_progress", SYNC, prefetch.check_prefetch_params, prefetch.check_prefetch_guard, prefetch.check_prefetch_progress),
-    ActionSpec("store_lose", ENV, storage_path.store_lose_params, storage_path.store_lose_guard, storage_path.store_lose),
-    ActionSpec("registry_skew", ENV, storage_path.registry_skew_params, storage_path.registry_skew_guard, storage_path.registry_skew),
-    ActionSpec("local_access", LOCAL, cp_planner.local_access_params, cp_planner.local_access_guard, cp_planner.local_access),
+    ActionSpec("insert", REPLICATED, {"req": REQUEST, **_FAIL}, write_path.insert_params, write_path.insert_guard, write_path.insert),
+    ActionSpec("write_dma_done", LOCAL, {"rank": RANK}, write_path.write_dma_done_params, write_path.write_dma_done_guard, write_path.write_dma_done),
+    ActionSpec("writing_check", SYNC, {}, write_path.writing_check_params, write_path.writing_check_guard, write_path.writing_check),
+    ActionSpec("evict", REPLICATED, {"node": NODE, **_FAIL}, eviction.evict_params, eviction.evict_guard, eviction.evict),
+    ActionSpec("load_back", REPLICATED, {"node": NODE}, load_path.load_back_params, load_path.load_back_guard, load_path.load_back),
+    ActionSpec("load_dma_done", LOCAL, {"rank": RANK}, load_path.load_dma_done_params, load_path.load_dma_done_guard, load_path.load_dma_done),
+    ActionSpec("loading_check", SYNC, {}, load_path.loading_check_params, load_path.loading_check_guard, load_path.loading_check),
+    ActionSpec("storage_backup_done", LOCAL, {"rank": RANK, "pages": COUNT}, storage_path.storage_backup_done_params, storage_path.storage_backup_done_guard, storage_path.storage_backup_done),
+    ActionSpec("drain_storage_control_queues", SYNC, {}, storage_path.drain_params, storage_path.drain_guard, storage_path.drain_storage_control_queues),
+    ActionSpec("prefetch_from_storage", REPLICATED, {"req": REQUEST, **_FAIL}, prefetch.prefetch_params, prefetch.prefetch_guard, prefetch.prefetch_from_storage),
+    ActionSpec("prefetch_io", LOCAL, {"rank": RANK, "op": OP}, prefetch.prefetch_io_params, prefetch.prefetch_io_guard, prefetch.prefetch_io),
+    ActionSpec("check_prefetch_progress", SYNC, {"op": OP}, prefetch.check_prefetch_params, prefetch.check_prefetch_guard, prefetch.check_prefetch_progress),
+    ActionSpec("store_lose", ENV, {"rank": RANK, "page": PAGE}, storage_path.store_lose_params, storage_path.store_lose_guard, storage_path.store_lose),
+    ActionSpec("registry_skew", ENV, {"rank": RANK}, storage_path.registry_skew_params, storage_path.registry_skew_guard, storage_path.registry_skew),
+    ActionSpec("local_access", LOCAL, {"rank": RANK, "node": NODE}, cp_planner.local_access_params, cp_planner.local_access_guard, cp_planner.local_access, option="cp_planner"),
 ]
 
 ACTION_SPECS = {spec.name: spec for spec in ACTIONS}

@@ -32,12 +32,28 @@ from .state import (
 
 
 
+INVARIANT, TRANSITION, PROGRESS, LIVENESS = "invariant", "transition", "progress", "liveness"
+
+
+def always(cfg) -> bool:
+    return True
+
+
 class Property(NamedTuple):
+    """One property and where it lives. ``applies(cfg)``: it is among the properties a model
+    file checks by default (models/model_file.py); ``twin``: tla/HiCache.tla defines it
+    (state invariants and transition properties only); ``proofs``: proofs/properties.py
+    encodes it. Kinds: INVARIANT ``fn(m, s)``, TRANSITION ``fn(m, s, a, t)``, PROGRESS
+    ``fn`` a Progress, LIVENESS (under weak fairness) ``fn`` a LeadsTo."""
+
     name: str
-    kind: str  # "invariant" | "transition" | "progress"
+    kind: str
     number: int  # domain.md section 4 numbering (0: beyond the list)
     doc: str
     fn: Callable
+    applies: Callable = always
+    twin: bool = False
+    proofs: bool = False
 
 
 # --- 1. no ghost --------------------------------------------------------------------------
@@ -389,6 +405,18 @@ def background_step(kind: str, name: str) -> bool:
     return kind != "replicated"
 
 
+def locked_nodes(m, s):
+    """11. Lock release: every lock is dropped once in-flight work drains (no new requests
+    needed); a lock nobody will drop makes its node unevictable forever."""
+    if s.hung or s.halted:
+        return ()
+    return tuple(sorted({e for rs in s.ranks for e in live_nodes(rs) if rs.nodes[e].lock > 0}))
+
+
+def unlocked(m, s, e, frees) -> bool:
+    return all(rs.nodes[e] is None or rs.nodes[e].lock == 0 for rs in s.ranks)
+
+
 class Progress(NamedTuple):
     obligations: Callable  # (model, state) -> keys of open obligations
     met: Callable  # (model, state, key, frees) -> bool; frees: an evict step frees pages
@@ -396,29 +424,95 @@ class Progress(NamedTuple):
     describe: str  # message template, {key} is the node name
 
 
+class LeadsTo(NamedTuple):
+    """``P leads-to Q`` under weak fairness (checked by tiercheck.models.liveness)."""
+
+    opens: Callable  # (model, state) -> keys of the obligations P opens
+    met: Callable  # (model, state, key, frees) -> Q holds for key
+    describe: str  # {key}: the obligation, for messages
+    from_init: bool = False  # ``eventually Q``: the only obligation is opened initially
+    # Actions a lasso's cycle may not take: the behaviour eventually stops taking them
+    # (<>[] not A). host_channel: a scheduler that evicts forever can starve anything, and
+    # seed 000's claim is admission without relying on device eviction.
+    cycle_excludes: tuple = ()
+
+
+def multi_rank(cfg) -> bool:
+    return cfg.ranks > 1
+
+
+def planning_ranks(cfg) -> bool:
+    return cfg.ranks > 1 and cfg.cp_planner
+
+
+def host_channel_applies(cfg) -> bool:
+    """Liveness of the host channel is promised for a storage tier that does not fail
+    backups: after a failed backup seed 000 keeps the mirror by design (see
+    models/library/findings/mirror-pinned-after-failed-backup.toml). A target below the
+    longest request makes the channel unprovable by construction (model files reject
+    that combination when host_channel is asked for explicitly)."""
+    admits_longest = cfg.host_free_target >= max(len(r) for r in cfg.requests)
+    return cfg.storage and cfg.mirror_release and "partial_storage" not in cfg.faults and admits_longest
+
+
+def on_request(cfg) -> bool:
+    return False  # checked only when a model file names it
+
+
+def _safety(name, kind, number, doc, fn, applies=always) -> Property:
+    return Property(name, kind, number, doc, fn, applies, twin=True, proofs=True)
+
+
+def _fair(name: str, of: Property, describe: str, applies, cycle_excludes=()) -> Property:
+    """The leads-to form of a progress property: obligation ~> met, under weak fairness."""
+    return Property(name, LIVENESS, of.number, f"{of.doc} (leads-to under weak fairness)",
+                    LeadsTo(of.fn.obligations, of.fn.met, describe, cycle_excludes=tuple(cycle_excludes)),
+                    applies)
+
+
+_HOST_CHANNEL = Property(
+    "host_channel", PROGRESS, 9, "a waiting backup is admitted while redundant mirrors exist",
+    Progress(host_channel_obligations, backup_admitted, not_device_eviction,
+             "the backup of node {key} waits for host room while redundant mirrors exist, "
+             "and no path without device eviction admits it"),
+    host_channel_applies,
+)
+_EVICTION_PROGRESS = Property(
+    "eviction_progress", PROGRESS, 10, "eviction with evictable data frees something",
+    Progress(eviction_obligations, eviction_frees, background_step,
+             "unlocked evictable device data exists, and no evict() step frees a device "
+             "page now or after in-flight work drains"),
+)
+
+# In the order a model file lists its default properties.
 PROPERTIES = [
-    Property("no_ghost", "invariant", 1, "every cached node has a usable copy", no_ghost),
-    Property("no_use_after_free", "invariant", 2, "no slot freed under an in-flight DMA", no_use_after_free),
-    Property("slot_conservation", "invariant", 3, "free + owned = capacity per pool, per rank", slot_conservation),
-    Property("durable_only_when_acked", "transition", 4, "a page is durable only if a write stored it", durable_only_when_acked),
-    Property("release_safety", "transition", 5, "mirrors freed only when redundant and idle", release_safety),
-    Property("rank_agreement", "invariant", 6, "replicas agree after every sync round", rank_agreement),
-    Property("counter_sanity", "invariant", 7, "lock_ref and host_ref_counter never negative", counter_sanity),
-    Property("locked_never_evicted", "transition", 7, "locked nodes are never evicted", locked_never_evicted),
-    Property("no_collective_hang", "invariant", 0, "no rank waits in a collective its peers skipped", no_collective_hang),
-    Property("planner_determinism", "transition", 0, "ranks plan the same load-back victims from the same state", planner_determinism),
-    Property(
-        "host_channel", "progress", 9, "a waiting backup is admitted while redundant mirrors exist",
-        Progress(host_channel_obligations, backup_admitted, not_device_eviction,
-                 "the backup of node {key} waits for host room while redundant mirrors exist, "
-                 "and no path without device eviction admits it"),
-    ),
-    Property(
-        "eviction_progress", "progress", 10, "eviction with evictable data frees something",
-        Progress(eviction_obligations, eviction_frees, background_step,
-                 "unlocked evictable device data exists, and no evict() step frees a device "
-                 "page now or after in-flight work drains"),
-    ),
+    _safety("no_ghost", INVARIANT, 1, "every cached node has a usable copy", no_ghost),
+    _safety("no_use_after_free", INVARIANT, 2, "no slot freed under an in-flight DMA", no_use_after_free),
+    _safety("slot_conservation", INVARIANT, 3, "free + owned = capacity per pool, per rank", slot_conservation),
+    _safety("durable_only_when_acked", TRANSITION, 4, "a page is durable only if a write stored it", durable_only_when_acked),
+    _safety("release_safety", TRANSITION, 5, "mirrors freed only when redundant and idle", release_safety),
+    _safety("counter_sanity", INVARIANT, 7, "lock_ref and host_ref_counter never negative", counter_sanity),
+    _safety("locked_never_evicted", TRANSITION, 7, "locked nodes are never evicted", locked_never_evicted),
+    _EVICTION_PROGRESS,
+    _safety("rank_agreement", INVARIANT, 6, "replicas agree after every sync round", rank_agreement, multi_rank),
+    _safety("no_collective_hang", INVARIANT, 0, "no rank waits in a collective its peers skipped", no_collective_hang, multi_rank),
+    _safety("planner_determinism", TRANSITION, 0, "ranks plan the same load-back victims from the same state", planner_determinism, planning_ranks)._replace(proofs=False),
+    Property("lock_release", PROGRESS, 11, "every lock is dropped once in-flight work drains",
+             Progress(locked_nodes, unlocked, background_step,
+                      "node {key} is locked, and no path of in-flight work (no new requests) unlocks it"),
+             on_request),
+    _HOST_CHANNEL,
+    _fair("host_channel_fair", _HOST_CHANNEL,
+          "the backup of node {key} waits for host room while redundant mirrors exist, and "
+          "a fair run keeps it waiting forever", host_channel_applies, cycle_excludes=("evict",)),
+    _fair("eviction_progress_fair", _EVICTION_PROGRESS,
+          "unlocked evictable device data exists, and a fair run never reaches a state in which "
+          "an evict() step frees a device page", on_request),
 ]
 
 BY_NAME = {p.name: p for p in PROPERTIES}
+
+
+def default_properties(cfg) -> list:
+    """Every property that applies to the configuration (a model file's default)."""
+    return [p.name for p in PROPERTIES if p.applies(cfg)]

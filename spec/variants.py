@@ -1,13 +1,24 @@
 """The catalogue of real bugs (domain.md section 5) as named spec variants.
 
 Each variant changes exactly the guard or effect that the bug changes; the code that does it
-is found by grepping for ``cfg.has("<name>")``. ``expect`` names the property that a model
-exhibiting the bug violates; tests/test_variants.py checks that some shipped model does.
+is found by grepping for ``cfg.has("<name>")``. The record is the one place that says
+everything else about it; the rest of tiercheck derives from it (docs/extending.md):
+``expect`` names the property its model violates (tests/models/test_variant_models.py),
+``action`` the spec action whose guard or effect changes (where the proofs look first),
+``proof`` how the z3 proofs exhibit it, ``breaks_rank_symmetry`` whether its replicas
+diverge (models/symmetry.py), ``impl`` / ``twin`` whether the reference implementation /
+the TLA+ twin can switch it on. Its model is ``models/library/variants/<name>.toml``.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
+
+# How the z3 proofs (proofs/) exhibit a variant.
+OBLIGATION = "obligation"  # some inductive obligation fails, with a CTI
+LIVENESS_ONLY = "liveness"  # only a progress/liveness symptom: no safety obligation can fail
+THEOREM = "theorem:"  # + a theorem of proofs/consensus.py that exhibits it
+OUT_OF_SCOPE = "out of scope:"  # + why the encoding does not cover its code
 
 
 class Variant(NamedTuple):
@@ -16,7 +27,25 @@ class Variant(NamedTuple):
     symptom: str
     changes: str  # the one guard/effect the variant changes
     expect: str  # the property a model exhibiting it violates
+    action: str  # the spec action whose guard or effect it changes
+    proof: str = OBLIGATION
+    proof_pages: int = 2  # pages the proofs need to show it
+    breaks_rank_symmetry: bool = False
+    impl: bool = True
+    twin: bool = True
     catalogue: bool = True  # listed in domain.md section 5 (False: found by tiercheck)
+
+    @property
+    def model(self) -> str:
+        """The shipped model that exhibits it (a name for models.model_file.load)."""
+        return f"variants/{self.name}"
+
+    def proof_note(self) -> str:
+        """Why the proofs cannot exhibit it by an obligation ("" when they can)."""
+        for prefix in (OUT_OF_SCOPE, THEOREM):
+            if self.proof.startswith(prefix):
+                return self.proof[len(prefix):].strip()
+        return ""
 
 
 VARIANTS = {
@@ -29,6 +58,7 @@ VARIANTS = {
             "drain_storage_control_queues: a backup ack only calls release_host; no mirror "
             "is ever released (the three code facts of seed 000)",
             "host_channel",
+            action="drain_storage_control_queues", proof=LIVENESS_ONLY,
         ),
         Variant(
             "durable-on-ack",
@@ -37,6 +67,7 @@ VARIANTS = {
             "drain_storage_control_queues: marks every page of the ack durable, not the "
             "completed prefix",
             "durable_only_when_acked",
+            action="drain_storage_control_queues",
         ),
         Variant(
             "release-busy",
@@ -44,6 +75,7 @@ VARIANTS = {
             "the mirror of a locked / host-referenced node is released",
             "release candidates: lock_ref and host_ref_counter are not checked",
             "release_safety",
+            action="drain_storage_control_queues",
         ),
         Variant(
             "release-no-consensus",
@@ -52,6 +84,7 @@ VARIANTS = {
             "mirror release: the prepared plan is executed at once, without the "
             "negated-pair agreement of the next drain round",
             "rank_agreement",
+            action="drain_storage_control_queues", breaks_rank_symmetry=True,
         ),
         Variant(
             "split-during-backup",
@@ -61,6 +94,7 @@ VARIANTS = {
             "_split_node: the new half does not inherit host_ref_counter, and the ack "
             "releases only the node object it was registered with",
             "no_use_after_free",
+            action="insert",
         ),
         Variant(
             "reclaim-demote-leaf",
@@ -69,6 +103,7 @@ VARIANTS = {
             "while other duplicates were available",
             "_reclaim_full_host_duplicates: one pass that does not spare evictable leaves",
             "release_safety",
+            action="evict", proof_pages=3,
         ),
         Variant(
             "reclaim-during-loadback",
@@ -76,6 +111,7 @@ VARIANTS = {
             "host slots are freed while an H->D load-back still reads them",
             "_can_reclaim_full_host_duplicate: load_back_pending_id is not checked",
             "no_use_after_free",
+            action="insert",
         ),
         Variant(
             "split-drops-pending-mark",
@@ -84,6 +120,7 @@ VARIANTS = {
             "reclaimed under the load-back",
             "_split_node: the new half does not inherit load_back_pending_id",
             "no_use_after_free",
+            action="insert",
         ),
         Variant(
             "digest-unchecked",
@@ -92,6 +129,7 @@ VARIANTS = {
             "the [digest, -digest] pair rides the MIN all-reduce but min == -max is not "
             "asserted",
             "rank_agreement",
+            action="writing_check", breaks_rank_symmetry=True,
         ),
         Variant(
             "early-return-collective",
@@ -101,6 +139,7 @@ VARIANTS = {
             "writing_check: the early return tests the local finished count instead of the "
             "replicated ongoing set",
             "no_collective_hang",
+            action="writing_check",
         ),
         Variant(
             "partial-backup-leak",
@@ -108,6 +147,7 @@ VARIANTS = {
             "write_backup fails on a subset of ranks: lock and host slots leak on the others",
             "write_backup: host allocation success is not agreed across ranks",
             "rank_agreement",
+            action="insert", breaks_rank_symmetry=True,
         ),
         Variant(
             "prefetch-double-free",
@@ -116,6 +156,7 @@ VARIANTS = {
             "check_prefetch_progress: the unused tail is freed at once and also queued on "
             "host_mem_release_queue",
             "slot_conservation",
+            action="check_prefetch_progress",
         ),
         Variant(
             "failed-batch-acked",
@@ -124,6 +165,7 @@ VARIANTS = {
             "storage backup completion: the ack reports all pages instead of the completed "
             "prefix",
             "durable_only_when_acked",
+            action="storage_backup_done",
         ),
         Variant(
             "negated-pair-overflow",
@@ -133,6 +175,7 @@ VARIANTS = {
             "digest encoding: digests range over the full signed width instead of "
             "[0, 2^(w-1) - 1]",
             "rank_agreement",
+            action="writing_check", proof=THEOREM + "overflow_witness", breaks_rank_symmetry=True,
         ),
         Variant(
             "planner-local-tiebreak",
@@ -142,6 +185,22 @@ VARIANTS = {
             "load-back planner: ties broken by a per-rank value instead of a strict order "
             "over replicated state",
             "planner_determinism",
+            action="load_back", proof=OUT_OF_SCOPE + " needs the CP load-back planner (cp_planner), which the proofs do not encode",
+            catalogue=False,
+        ),
+        Variant(
+            "split-write-lock-leak",
+            "seed 004 (_split_node copies lock_ref; writing_check's dec_node_lock_ref)",
+            "a split during a D->H write copies the write lock to the new upper half, and "
+            "the ack unlocks only the node the write was registered with: the upper half "
+            "stays locked forever and can never be evicted",
+            "writing_check: the ack drops the lock of the registered node only, not of "
+            "every node the write covers",
+            "lock_release",
+            action="writing_check",
+            proof=LIVENESS_ONLY,
+            impl=False,
+            twin=False,
             catalogue=False,
         ),
         Variant(
@@ -151,6 +210,7 @@ VARIANTS = {
             "host-only children: their host slots are never freed",
             "evict: a non-backed leaf is deleted without pruning its host-only subtree",
             "slot_conservation",
+            action="evict",
             catalogue=False,
         ),
     ]

@@ -1,20 +1,27 @@
-"""The transition relation: one entry per entry of spec/model.py ACTIONS.
+"""The transition relation: one encoding per entry of spec/model.py ACTIONS, derived from it.
 
-``step(ctx, s, name)`` gives the action's parameters (fresh symbols constrained to the
-spec's parameter enumeration), its guard (as ``Model.next_state`` applies it: no step
-from a hung or halted state, replicated steps wait for a due ready-count round) and its
-effect (the successor state as terms over ``s``).
+Each spec action's parameter enumeration, guard and effect live in a spec module
+(spec/write_path.py ...); their encodings have the same names in the proofs module of the
+same name (proofs/encode/write_path.py ...). An action enabled only under a Config switch
+the proofs do not model (its ``option``, refused by proofs.scope) is encoded as never
+enabled. ``step(ctx, s, name)`` gives the action's parameters (fresh symbols constrained
+to the spec's parameter enumeration), its guard (as ``Model.next_state`` applies it: no
+step from a hung or halted state, replicated steps wait for a due ready-count round) and
+its effect (the successor state as terms over ``s``).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, NamedTuple
+from typing import Callable, Dict, List, NamedTuple
 
-from ...spec.action import ENV, LOCAL, REPLICATED, SYNC
-from ...spec.model import ACTION_SPECS
+from ...spec.action import REPLICATED
+from ...spec.config import CONSTANTS
+from ...spec.model import ACTIONS
 from ..sym import and_, eq, not_
 from . import eviction, load_path, prefetch, storage_path, write_path
 from .sync import round_due
+
+MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (eviction, load_path, prefetch, storage_path, write_path)}
 
 
 class ActionEnc(NamedTuple):
@@ -25,49 +32,40 @@ class ActionEnc(NamedTuple):
     effect: Callable  # (ctx, s, params) -> SState
 
 
-ENCODINGS = [
-    ActionEnc("insert", REPLICATED, write_path.insert_params, write_path.insert_guard, write_path.insert),
-    ActionEnc("write_dma_done", LOCAL, write_path.write_dma_done_params, write_path.write_dma_done_guard, write_path.write_dma_done),
-    ActionEnc("writing_check", SYNC, write_path.writing_check_params, write_path.writing_check_guard, write_path.writing_check),
-    ActionEnc("evict", REPLICATED, eviction.evict_params, eviction.evict_guard, eviction.evict),
-    ActionEnc("load_back", REPLICATED, load_path.load_back_params, load_path.load_back_guard, load_path.load_back),
-    ActionEnc("load_dma_done", LOCAL, load_path.load_dma_done_params, load_path.load_dma_done_guard, load_path.load_dma_done),
-    ActionEnc("loading_check", SYNC, load_path.loading_check_params, load_path.loading_check_guard, load_path.loading_check),
-    ActionEnc("storage_backup_done", LOCAL, storage_path.storage_backup_done_params, storage_path.storage_backup_done_guard, storage_path.storage_backup_done),
-    ActionEnc("drain_storage_control_queues", SYNC, storage_path.drain_params, storage_path.drain_guard, storage_path.drain_storage_control_queues),
-    ActionEnc("prefetch_from_storage", REPLICATED, prefetch.prefetch_params, prefetch.prefetch_guard, prefetch.prefetch_from_storage),
-    ActionEnc("prefetch_io", LOCAL, prefetch.prefetch_io_params, prefetch.prefetch_io_guard, prefetch.prefetch_io),
-    ActionEnc("check_prefetch_progress", SYNC, prefetch.check_prefetch_params, prefetch.check_prefetch_guard, prefetch.check_prefetch_progress),
-    ActionEnc("store_lose", ENV, storage_path.store_lose_params, storage_path.store_lose_guard, storage_path.store_lose),
-    ActionEnc("registry_skew", ENV, storage_path.registry_skew_params, storage_path.registry_skew_guard, storage_path.registry_skew),
-]
-
 def _off_params(ctx, s):
     return {}
 
 
 def _off_guard(ctx, s, a):
-    return False  # only enabled with cp_planner, which the proofs refuse (proofs.scope)
+    return False  # only enabled under an option the proofs refuse (proofs.scope)
 
 
 def _unchanged(ctx, s, a):
     return s
 
 
-ENCODINGS.append(ActionEnc("local_access", LOCAL, _off_params, _off_guard, _unchanged))
+def _encode(spec, gaps: List[str]):
+    if spec.option and not CONSTANTS[spec.option].proofs:
+        return ActionEnc(spec.name, spec.kind, _off_params, _off_guard, _unchanged)
+    module = MODULES.get(spec.effect.__module__.rsplit(".", 1)[1])
+    fns = [getattr(module, f.__name__, None) for f in (spec.params, spec.guard, spec.effect)]
+    if None in fns:
+        gaps.append(f"spec action {spec.name!r} has no encoding (proofs/encode/"
+                    f"{spec.effect.__module__.rsplit('.', 1)[1]}.py: {spec.params.__name__}, "
+                    f"{spec.guard.__name__}, {spec.effect.__name__})")
+        return None
+    return ActionEnc(spec.name, spec.kind, *fns)
 
+
+_GAPS: List[str] = []
+ENCODINGS = [e for e in (_encode(a, _GAPS) for a in ACTIONS) if e is not None]
 BY_NAME: Dict[str, ActionEnc] = {a.name: a for a in ENCODINGS}
 
 
-
 def coverage_gaps():
-    """Spec actions without an encoding, encodings of no spec action, kind mismatches
-    (tests/proofs checks this is empty: the two semantics must list the same actions)."""
-    out = [f"spec action {n!r} has no encoding" for n in ACTION_SPECS if n not in BY_NAME]
-    out += [f"encoding {n!r} is not a spec action" for n in BY_NAME if n not in ACTION_SPECS]
-    out += [f"{n}: kind {BY_NAME[n].kind} != spec {ACTION_SPECS[n].kind}"
-            for n in BY_NAME if n in ACTION_SPECS and BY_NAME[n].kind != ACTION_SPECS[n].kind]
-    return out
+    """Spec actions without an encoding (tests/proofs checks this is empty: the two
+    semantics must list the same actions)."""
+    return list(_GAPS)
 
 
 class Step(NamedTuple):

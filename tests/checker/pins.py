@@ -65,6 +65,7 @@ EXPECTED = {
     "variants/release-no-consensus": (323, {"rank_agreement"}),
     "variants/split-drops-pending-mark": (195, {"no_ghost", "no_use_after_free"}),
     "variants/split-during-backup": (4220, {"no_use_after_free"}),
+    "variants/split-write-lock-leak": (138, {"lock_release"}),
     "findings/mirror-pinned-after-failed-backup": (11296, {"host_channel"}),
 }
 

@@ -11,7 +11,8 @@ from checker_helpers import explore, shipped
 
 from tiercheck.models import liveness, model_file, replay
 from tiercheck.models.checker import UNCHECKED_SYMMETRY
-from tiercheck.models.liveness import LeadsTo, LivenessProperty, fair_unit
+from tiercheck.models.liveness import fair_unit
+from tiercheck.spec.properties import LeadsTo, Property
 from tiercheck.models.trace import read_trace, write_trace
 from tiercheck.spec.model import ACTION_SPECS, Model
 from tiercheck.spec.properties import waiting_backups
@@ -188,7 +189,7 @@ def test_all_violations_gives_distinct_lassos():
 
 def test_leads_to_property_shape():
     p = liveness.BY_NAME["host_channel_fair"]
-    assert isinstance(p, LivenessProperty) and isinstance(p.fn, LeadsTo)
+    assert isinstance(p, Property) and isinstance(p.fn, LeadsTo)
     assert p.kind == "liveness" and "evict" in p.fn.cycle_excludes
     assert liveness.fair_name("writing_check") and liveness.fair_name("insert")
     assert not liveness.fair_name("evict") and not liveness.fair_name("store_lose")

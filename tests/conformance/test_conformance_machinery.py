@@ -24,7 +24,7 @@ from tiercheck.spec.variants import VARIANTS
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_every_spec_mutant_is_killed_and_its_file_replays(name, tmp_path):
-    mf = model_file.load(f"variants/{name}")
+    mf = model_file.load(VARIANTS[name].model)
     cfg = replace(mf.config, variants=frozenset())
     stats = {}
     with pytest.raises(machine.ConformanceFailure):

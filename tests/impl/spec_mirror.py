@@ -19,6 +19,7 @@ from tiercheck.impl.hicache import (
     ReplicaDivergenceError,
 )
 from tiercheck.conformance.reference import impl_config  # the adapter's Config mapping
+from tiercheck.conformance.refinement import concretize
 from tiercheck.impl.pools import SlotError
 from tiercheck.models import model_file
 from tiercheck.spec.model import Model
@@ -75,16 +76,7 @@ def impl_view(snap: dict) -> dict:
 
 def apply(g, m, a):
     """Apply spec action ``a`` to the implementation group ``g``."""
-    P = m.pages.paths
-    reqs = m.cfg.requests
-    p = dict(a.params)
-    if a.name in ("insert", "prefetch_from_storage"):
-        return g.apply(a.name, tokens=list(reqs[p["req"]]), fail=p.get("fail", ()))
-    if a.name in ("evict", "load_back"):
-        return g.apply(a.name, node=P[p["node"]], fail=p.get("fail", ()))
-    if a.name == "store_lose":
-        return g.apply(a.name, rank=p["rank"], page=P[p["page"]])
-    return g.apply(a.name, **p)
+    return g.apply(a.name, **concretize(m, a))
 
 
 class Divergence(AssertionError):

@@ -11,7 +11,6 @@ from hicache_helpers import backup_all, group, load_all, metric, node, nodes, ra
 from tiercheck.errors import UserError
 from tiercheck.impl.collective import RankMissingError
 from tiercheck.impl.hicache import (
-    VARIANT_NAMES,
     FileStorage,
     HiCacheConfig,
     ReplicaDivergenceError,
@@ -20,22 +19,12 @@ from tiercheck.impl.hicache import metrics as mt
 from tiercheck.impl.hicache.digest import node_key
 from tiercheck.impl.hicache.pages import PageRegistry
 from tiercheck.impl.storage import codes
-from tiercheck.spec.variants import VARIANTS
 
 BUG = [pytest.param(False, id="correct"), pytest.param(True, id="variant")]
 
 
 def variants(name, bug):
     return [name] if bug else []
-
-
-def test_variant_names_match_the_spec():
-    """Every spec variant is switchable in the implementation, the CP load-back planner's
-    included (defined in tiercheck.impl.cp, bound into load_back by cp_planner)."""
-    from tiercheck.impl.cp.tiebreak import KNOWN_VARIANTS as PLANNER_VARIANTS
-
-    assert PLANNER_VARIANTS <= VARIANT_NAMES
-    assert VARIANT_NAMES == frozenset(VARIANTS)
 
 
 def test_unknown_variant_is_a_user_error():

@@ -7,11 +7,10 @@ import pytest
 
 from tiercheck.errors import UserError
 from tiercheck.models import model_file
-from tiercheck.spec.config import Config
+from tiercheck.spec.config import CONSTANTS, Config
 from tiercheck.spec.model import Model
 
-OPTIONS = ("backup_chain", "evict_host_shortfall", "backup_path_lock", "storage_per_node",
-           "lbp_write_back_only", "settled_duplicates", "wb_drop_unbacked")
+OPTIONS = [c.name for c in CONSTANTS.values() if c.option and c.type == "bool"]
 
 
 def test_defaults_are_the_seed_protocol():
@@ -55,6 +54,21 @@ CASES = [
     ("backup_chain", "sglang/wt-1r", {"requests": ((1,), (1, 2), (1, 2, 3)), "host_pages": 1}),
     ("evict_host_shortfall", "sglang/wt-1r", {"requests": ((1,), (2,), (3, 4)), "host_pages": 3}),
 ]
+
+
+def test_every_boolean_option_has_a_case():
+    assert sorted(c[0] for c in CASES) == sorted(OPTIONS)
+
+
+def test_option_metadata_is_complete():
+    """An option of another HiCache version is modelled by neither the twin nor the
+    proofs, and was not reviewed for prefix relabelings: each says so in its record."""
+    for c in CONSTANTS.values():
+        assert c.doc, c.name
+        if c.option:
+            assert not c.twin and not c.proofs and not c.symmetry, c.name
+        if c.type == "int":
+            assert c.bounds and c.bounds[0] <= c.default <= c.bounds[1], c.name
 
 
 @pytest.mark.parametrize("option,base,change", CASES, ids=[c[0] for c in CASES])

@@ -17,7 +17,7 @@ LIBRARY = Path(model_file.LIBRARY)
 
 
 def _variant_model(name):
-    path = LIBRARY / "variants" / f"{name}.toml"
+    path = LIBRARY / f"{VARIANTS[name].model}.toml"
     assert path.exists(), f"variant {name} has no model at {path}"
     return model_file.load(str(path))
 
@@ -25,7 +25,7 @@ def _variant_model(name):
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_variant_is_caught_with_the_expected_property(name):
     mf = _variant_model(name)
-    assert name in mf.config.variants
+    assert mf.config.variants == {name}
     assert mf.expect_violation == VARIANTS[name].expect
     res = Checker(Model(mf.config), [mf.expect_violation]).run()
     assert res.verdicts[mf.expect_violation] == "violated", res.verdicts
@@ -37,6 +37,24 @@ def test_the_same_model_without_the_variant_satisfies_it(name):
     cfg = replace(mf.config, variants=frozenset())
     res = Checker(Model(cfg), [mf.expect_violation], max_states=300_000).run()
     assert res.complete and res.verdicts[mf.expect_violation] == "holds", res.verdicts
+
+
+def test_every_variant_record_is_complete():
+    """What the rest of tiercheck derives from a variant's record (docs/extending.md)."""
+    from tiercheck.spec.model import ACTION_SPECS
+    from tiercheck.spec.properties import BY_NAME
+    from tiercheck.spec.variants import LIVENESS_ONLY, OBLIGATION, OUT_OF_SCOPE, THEOREM
+
+    for v in VARIANTS.values():
+        assert v.expect in BY_NAME, f"{v.name}: expect {v.expect!r} is no property"
+        assert v.action in ACTION_SPECS, f"{v.name}: action {v.action!r} is no spec action"
+        assert v.proof == OBLIGATION or v.proof == LIVENESS_ONLY or v.proof_note(), v.name
+        assert v.proof != OBLIGATION or BY_NAME[v.expect].proofs or v.proof.startswith(OUT_OF_SCOPE), (
+            f"{v.name}: a proof obligation needs a property the proofs encode ({v.expect})")
+        assert (v.proof == LIVENESS_ONLY) == (BY_NAME[v.expect].kind in ("progress", "liveness")), v.name
+        # a variant whose symptom is replica divergence ends rank symmetry (models/symmetry.py)
+        assert v.breaks_rank_symmetry or v.expect != "rank_agreement", v.name
+        assert v.proof.startswith((OBLIGATION, LIVENESS_ONLY, THEOREM, OUT_OF_SCOPE)), v.name
 
 
 def test_every_variant_model_names_a_known_variant():

@@ -22,8 +22,7 @@ def test_every_spec_action_and_property_is_encoded():
     from tiercheck.proofs.encode.actions import coverage_gaps
 
     assert coverage_gaps() == []
-    # planner_determinism needs cp_planner, out of the proofs' scope (proofs.scope)
-    assert properties.coverage_gaps() == ["spec property 'planner_determinism' has no encoding"]
+    assert properties.coverage_gaps() == []
 
 
 @pytest.mark.parametrize("action", CHEAP)

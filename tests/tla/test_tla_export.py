@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import pytest
@@ -11,10 +10,11 @@ import pytest
 from tiercheck import cli
 from tiercheck.errors import UserError
 from tiercheck.models import model_file, tla_export
-from tiercheck.spec.config import Config, build_pages
+from tiercheck.spec.config import CONSTANTS, build_pages
 from tiercheck.spec.model import ACTIONS
 from tiercheck.spec.properties import PROPERTIES
 from tiercheck.spec.state import RankState
+from tiercheck.spec.variants import VARIANTS
 
 TLA = (tla_export.TLA_DIR / "HiCache.tla").read_text()
 TREE = (tla_export.TLA_DIR / "HiCacheTree.tla").read_text()
@@ -39,12 +39,11 @@ def test_every_spec_action_has_an_operator_of_its_name_in_next():
         assert re.search(rf"\b{name}\b", next_part), f"{name} is not a disjunct of Next"
 
 
-def test_every_state_invariant_and_transition_property_is_defined():
+def test_the_twin_defines_exactly_the_properties_whose_record_says_so():
     for p in PROPERTIES:
-        if p.kind == "invariant":
-            assert p.name in tla_export.INVARIANTS and _defined(TLA, p.name), p.name
-        elif p.kind == "transition":
-            assert p.name in tla_export.ACTION_PROPERTIES and _defined(TLA, p.name), p.name
+        assert p.twin == _defined(TLA, p.name), f"{p.name}: record says twin={p.twin}"
+        if p.twin:  # TLC checks state invariants and action properties only
+            assert p.kind in ("invariant", "transition"), p.name
 
 
 def test_rank_record_has_exactly_the_rank_state_fields():
@@ -80,16 +79,22 @@ def test_wide_digests_are_refused_only_when_compared():
 def _options():
     """Every Config field the twin has no CONSTANT for, with a non-default value."""
     out = []
-    for f in dataclasses.fields(Config):
-        if f.name not in tla_export.TWIN_FIELDS:
-            assert isinstance(f.default, (bool, int)), f"{f.name}: pick a test value"
-            out.append((f.name, True if isinstance(f.default, bool) else f.default + 1))
+    for c in CONSTANTS.values():
+        if not c.twin:
+            assert isinstance(c.default, (bool, int)), f"{c.name}: pick a test value"
+            out.append((c.name, True if isinstance(c.default, bool) else c.default + 1))
     return out
 
 
 def test_the_options_are_the_config_fields_outside_the_twin():
     assert {"backup_chain", "load_back_threshold", "wb_drop_unbacked"} <= {k for k, _ in _options()}
-    assert tla_export.TWIN_FIELDS <= {f.name for f in dataclasses.fields(Config)}
+    assert tla_export.TWIN_FIELDS <= set(CONSTANTS)
+
+
+def test_the_twin_declares_the_constants_the_config_records_name_in_order():
+    text = (tla_export.TLA_DIR / "HiCacheConfig.tla").read_text()
+    block = text[text.index("CONSTANTS"):text.index("\n\n", text.index("CONSTANTS"))]
+    assert re.findall(r"^    (\w+)", block, re.M) == tla_export.ORDER
 
 
 @pytest.mark.parametrize("key, value", _options())
@@ -98,6 +103,18 @@ def test_options_the_twin_lacks_are_refused(key, value):
     with pytest.raises(UserError, match=rf"^m.toml: option {key} = {str(value).lower()} is not in the TLA\+ twin"):
         tla_export.render(mf)
     tla_export.render(model_file.parse({"model": {"requests": [[1, 2]], "policy": "write_back"}}))
+
+
+def test_the_twin_has_exactly_the_variants_whose_record_says_so():
+    text = "".join((tla_export.TLA_DIR / m).read_text() for m in tla_export.MODULES)
+    assert set(re.findall(r'Has\("([a-z-]+)"\)', text)) == {n for n, v in VARIANTS.items() if v.twin}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, v in VARIANTS.items() if not v.twin))
+def test_variants_the_twin_lacks_are_refused(name):
+    mf = model_file.load(VARIANTS[name].model)
+    with pytest.raises(UserError, match=f"variant {name} is not in the TLA\\+ twin"):
+        tla_export.render(mf)
 
 
 def test_tla_command_writes_a_runnable_model(tla_cli, tmp_path, capsys):
