@@ -113,9 +113,16 @@ class Constant(NamedTuple):
     option: bool
 
 
-CONSTANTS: Dict[str, Constant] = {
-    f.name: Constant(f.name, str(f.type), f.default, **f.metadata) for f in fields(Config)
-}
+def _constants() -> Dict[str, Constant]:
+    out = {}
+    for f in fields(Config):
+        if not f.metadata:  # a field added without saying how the rest of tiercheck treats it
+            raise TypeError(f"Config.{f.name}: declare it with constant() (docs/extending.md)")
+        out[f.name] = Constant(f.name, str(f.type), f.default, **f.metadata)
+    return out
+
+
+CONSTANTS: Dict[str, Constant] = _constants()
 
 
 def changed(cfg: Config, keep=lambda c: True) -> List[str]:
