@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import replace
 
 import pytest
 
+from kill_helpers import kill
 from tiercheck.conformance import machine
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.conformance.driver import SpecDriver
@@ -24,12 +24,7 @@ from tiercheck.spec.variants import VARIANTS
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_every_spec_mutant_is_killed_and_its_file_replays(name, tmp_path):
-    mf = model_file.load(VARIANTS[name].model)
-    cfg = replace(mf.config, variants=frozenset())
-    stats = {}
-    with pytest.raises(machine.ConformanceFailure):
-        machine.run(driver_factory("spec", cfg, {name}), examples=300, steps=40, seed=1,
-                    record_dir=str(tmp_path), label=name, stats=stats, shrink_budget=20)
+    cfg, stats = kill("spec", name, tmp_path, examples=300, shrink_budget=20)
     assert stats["steps_after_shrink"] <= stats["steps_before_shrink"]
     trace = read_trace(stats["file"])
     assert len(trace.actions) == stats["steps_after_shrink"]

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from kill_helpers import kill
 from tiercheck.conformance import machine
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.conformance.reference import ReferenceDriver
@@ -21,12 +22,7 @@ HICACHE_VARIANTS = sorted(n for n, v in VARIANTS.items() if v.impl)  # planner-l
 
 @pytest.mark.parametrize("name", HICACHE_VARIANTS)
 def test_kill_matrix(name, tmp_path):
-    mf = model_file.load(VARIANTS[name].model)
-    cfg = replace(mf.config, variants=frozenset())
-    stats = {}
-    with pytest.raises(machine.ConformanceFailure):
-        machine.run(driver_factory("reference", cfg, {name}), examples=200, steps=40, seed=1,
-                    record_dir=str(tmp_path), label=name, stats=stats, shrink_budget=15)
+    _cfg, stats = kill("reference", name, tmp_path, examples=200, shrink_budget=15)
     assert read_trace(stats["file"]).actions == stats["shrunk_actions"]
 
 

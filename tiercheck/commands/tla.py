@@ -8,7 +8,6 @@ import sys
 
 from tiercheck.errors import UserError
 from tiercheck.models import model_file, tla_export
-from tiercheck.models.liveness import BY_NAME as LIVENESS
 from tiercheck.spec.properties import BY_NAME
 
 NAME = "tla"
@@ -30,7 +29,7 @@ def run(args) -> int:
     if args.no_properties and args.properties:
         raise UserError("--property and --no-properties exclude each other")
     props = [] if args.no_properties else (args.properties or mf.properties)
-    known = set(BY_NAME) | set(LIVENESS)
+    known = set(BY_NAME)  # one registry: safety, progress and fair liveness
     for name in props:
         if name not in known:
             raise UserError(f"--property: unknown property {name!r} (known: {', '.join(sorted(known))})")
