@@ -15,6 +15,7 @@ from checker_helpers import default_run
 from pins import CORRECT, EXPECTED, FAST, other_lane, shipped_names
 
 from tiercheck.models import model_file
+from tiercheck.spec.variants import VARIANTS
 
 
 def _params(table):
@@ -27,6 +28,11 @@ def _params(table):
 def test_every_shipped_model_is_pinned():
     mine = {n for n in shipped_names() if not other_lane(n)}
     assert mine == set(CORRECT) | set(EXPECTED)
+
+
+def test_every_variant_is_pinned_violating_the_property_its_record_names():
+    for v in VARIANTS.values():
+        assert v.expect in EXPECTED[v.model][1], v.name
 
 
 @pytest.mark.parametrize("name", _params(CORRECT))
