@@ -34,13 +34,15 @@ from typing import Callable, Dict, List, NamedTuple, Optional
 import numpy as np
 
 from tiercheck.models import graph_algo, progress, replay
-from tiercheck.spec.action import LOCAL, SYNC
+from tiercheck.spec.action import COUNT, LOCAL, RANKS, SYNC
 from tiercheck.spec.model import ACTION_SPECS
 from tiercheck.spec.properties import LIVENESS, PROPERTIES, LeadsTo, Property
 
 FAIR_KINDS = (LOCAL, SYNC)
 FAIR_REPLICATED = ("insert",)
-ENV_CHOICES = ("fail", "pages")  # parameters the environment picks, not the scheduler
+# Parameters the environment picks, not the scheduler (by their declared kind): the ranks
+# whose allocation fails, the pages a storage batch completes.
+ENV_KINDS = (RANKS, COUNT)
 
 
 def fair_name(name: str) -> bool:
@@ -52,7 +54,8 @@ def fair_unit(a):
     """The weak-fairness unit of an action, or None when the action is not fair."""
     if not fair_name(a.name):
         return None
-    return (a.name,) + tuple((k, v) for k, v in a.params if k not in ENV_CHOICES)
+    kinds = ACTION_SPECS[a.name].signature
+    return (a.name,) + tuple((k, v) for k, v in a.params if kinds[k] not in ENV_KINDS)
 
 
 def unit_str(u) -> str:
