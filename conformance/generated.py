@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 from tiercheck.errors import UserError
+from tiercheck.toml_compat import tomllib
 from tiercheck.spec.action import Action
 from tiercheck.models import model_file
 from tiercheck.spec.model import Model

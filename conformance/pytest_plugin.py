@@ -1,6 +1,7 @@
 """pytest entry point: run tiercheck's conformance suites in a project's own CI.
 
-Options: --tiercheck-impl NAME (default reference) and --tiercheck-backend lockstep|gloo.
+Options: --tiercheck-impl NAME|package.module:factory (default reference; NAME as
+`tiercheck impls` lists) and --tiercheck-backend lockstep|gloo.
 Generated suites (`tiercheck generate`) and your own tests take the fixtures
 ``tiercheck_impl`` and ``tiercheck_backend``; ``tiercheck_conform`` runs the stateful
 suite for a model file.
@@ -13,8 +14,23 @@ import pytest
 
 def pytest_addoption(parser):
     group = parser.getgroup("tiercheck")
-    group.addoption("--tiercheck-impl", default="reference", help="implementation to drive (default: reference)")
+    group.addoption("--tiercheck-impl", default="reference",
+                    help="implementation to drive: a registered name or package.module:factory (default: reference)")
     group.addoption("--tiercheck-backend", default="lockstep", help="rank backend: lockstep or gloo")
+
+
+def pytest_configure(config):
+    """An unknown or unloadable implementation is a usage error (one line), not N failed tests."""
+    impl = config.getoption("--tiercheck-impl", default="reference")
+    if impl == "reference":
+        return  # the default: loaded when a test needs it, so plain runs import no torch here
+    from tiercheck.conformance.adapters import lookup
+    from tiercheck.errors import UserError
+
+    try:
+        lookup(impl).load()
+    except UserError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from tiercheck.impl.collective import (
 )
 
 LOOPBACK = "127.0.0.1"
+SETUP_TIMEOUT = 30.0  # seconds for the ranks to connect (store, process group), not for collectives
 
 
 class TorchDistGroup(Collective):
@@ -134,13 +135,15 @@ class RemoteError(RuntimeError):
 
 
 def _child_main(rank, world_size, port, fn, args, collective_timeout, results) -> None:
-    store = dist.TCPStore(LOOPBACK, port, world_size, is_master=False,
-                          timeout=datetime.timedelta(seconds=30))
+    setup = datetime.timedelta(seconds=max(SETUP_TIMEOUT, collective_timeout))
+    store = dist.TCPStore(LOOPBACK, port, world_size, is_master=False, timeout=setup)
     status = "finished"
     try:
+        # Connecting the ranks waits for processes that are still starting: on a loaded
+        # machine that takes seconds, so it gets the setup timeout; every collective is
+        # bounded by collective_timeout itself (TorchDistGroup._min_reduce).
         dist.init_process_group(
-            "gloo", store=dist.PrefixStore("pg", store), rank=rank, world_size=world_size,
-            timeout=datetime.timedelta(seconds=collective_timeout),
+            "gloo", store=dist.PrefixStore("pg", store), rank=rank, world_size=world_size, timeout=setup,
         )
         group = TorchDistGroup(store=store, timeout=collective_timeout)
         msg = ("ok", fn(group, *args), None)

@@ -21,7 +21,6 @@ Every error names the file and the key and is one line; the CLI exits 2 on it.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
@@ -31,10 +30,7 @@ from tiercheck.spec.config import CONSTANTS, FAULTS, POLICIES, Config
 from tiercheck.spec.properties import BY_NAME, default_properties
 from tiercheck.spec.variants import VARIANTS
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from tiercheck.toml_compat import tomllib
 
 LIBRARY = Path(__file__).resolve().parent / "library"
 

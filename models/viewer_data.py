@@ -4,16 +4,12 @@ Both `tiercheck show` (text) and the HTML page (models/viewer_html.py) use it.""
 
 from __future__ import annotations
 
-import sys
 from typing import List, Optional
 
 from tiercheck.errors import UserError
 from tiercheck.models.trace import Trace, diff_itf
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from tiercheck.toml_compat import tomllib
 
 
 def model_name(trace: Trace) -> str:

@@ -45,7 +45,7 @@ def mismatch(g):
 def slow_rank(g):
     g.all_reduce([g.rank], "min", "start")
     if g.rank == 1:
-        time.sleep(1.5)  # misses the 0.5 s collective timeout
+        time.sleep(6)  # misses the 2 s collective timeout (which also bounds the skew at 'start')
         return None
     return g.all_reduce([g.rank], "min", "writing_check")
 
@@ -72,17 +72,15 @@ def test_gloo_tag_mismatch_names_both_sync_points():
 
 
 def test_gloo_missing_rank_times_out_naming_sync_point():
-    t0 = time.monotonic()
     with pytest.raises(CollectiveTimeoutError) as ei:
-        spawn_gloo(2, slow_rank, collective_timeout=0.5, start_method=START)
-    assert time.monotonic() - t0 < 10
-    msg = str(ei.value)
-    assert "'writing_check'" in msg and "timed out" in msg
+        spawn_gloo(2, slow_rank, collective_timeout=2, start_method=START)
+    msg = str(ei.value)  # the configured timeout fired (not another one), at the named sync point
+    assert "'writing_check'" in msg and "timed out after 2s" in msg
     assert "rank(s) [1] did not arrive" in msg and "last sync point 'start'" in msg
 
 
 def test_gloo_rank_exiting_early_is_named():
-    t0 = time.monotonic()
+    # A peer exit is noticed, not waited out: a RankMissingError naming the finished rank,
+    # not the CollectiveTimeoutError the 30 s timeout would raise.
     with pytest.raises(RankMissingError, match=r"'writing_check'.*\[1\] did not arrive.*finished"):
         spawn_gloo(2, early_return, collective_timeout=30, start_method=START)
-    assert time.monotonic() - t0 < 10  # a peer exit is noticed, not waited out

@@ -85,16 +85,14 @@ def test_missing_rank_times_out_naming_sync_point_and_ranks():
     def fn(g):
         g.all_reduce([g.rank], "min", "start")
         if g.rank in (1, 3):
-            time.sleep(0.6)  # too slow for the 0.2 s timeout
+            time.sleep(3)  # too slow for the 1 s timeout (which also bounds the skew at 'start')
             return None
         return g.all_reduce([g.rank], "min", "writing_check")
 
-    t0 = time.monotonic()
     with pytest.raises(CollectiveTimeoutError) as ei:
-        LockstepGroup(4, timeout=0.2).run(fn)
-    assert time.monotonic() - t0 < 3
+        LockstepGroup(4, timeout=1).run(fn)
     msg = str(ei.value)
-    assert "'writing_check'" in msg and "timed out after 0.2s" in msg
+    assert "'writing_check'" in msg and "timed out after 1s" in msg
     assert "rank(s) [1, 3] did not arrive" in msg and "last sync point 'start'" in msg
 
 
@@ -104,10 +102,9 @@ def test_rank_that_finishes_early_fails_the_others_at_once():
             return "skipped"  # the early-return-collective bug: never enters the collective
         return g.all_reduce([1], "min", "writing_check")
 
-    t0 = time.monotonic()
+    # Noticed at once: a RankMissingError, not the CollectiveTimeoutError of the 30 s timeout.
     with pytest.raises(RankMissingError, match=r"'writing_check'.*\[1\] did not arrive.*finished"):
         LockstepGroup(2, timeout=30).run(fn)
-    assert time.monotonic() - t0 < 2  # not the 30 s timeout
 
 
 def test_root_cause_is_reraised_and_group_is_broken_afterwards():

@@ -199,9 +199,8 @@ def test_master_killed_mid_backup(ns):
         fb = FaultyBackend(backend)
         fb.on_call("put", 2, master.kill)
         w = StorageWorker(fb, mode="threaded", batch_pages=4)
-        t0 = time.monotonic()
         op = w.submit_backup(hs, pages)
-        r = w.wait_result(30)
+        r = w.wait_result(120)
         assert r is not None, "worker hung after the master died"
         assert r.op_id == op and r.completed_pages == 4
         assert all(c in UNKNOWN for c in r.codes[4:])
@@ -210,18 +209,15 @@ def test_master_killed_mid_backup(ns):
 
         outs = sentinel_like(pages[:4])
         w.submit_prefetch(hs[:4], outs)
-        t1 = time.monotonic()
-        w.poll()  # returns at once even though the worker may be blocked in the store
-        assert time.monotonic() - t1 < 0.1
-        p = w.wait_result(30)
+        # (That poll() never blocks on a stuck store is test_paused_master_does_not_block_the_scheduler.)
+        p = w.wait_result(120)
         assert p is not None and p.completed_pages == 0 and p.codes[0] in UNKNOWN
         assert all(is_sentinel(o) for o in outs)
-        assert time.monotonic() - t0 < 25
 
         master.restart()  # same ports, empty metadata
         # The client's first calls may still fail on its broken connection (unknown, -900):
         # wait until the store answers at all, then the acked pages must read as misses.
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 120  # a hang guard, not a speed bound
         while backend.batch_exists(keys_of(ns, 1)) != [0]:
             assert time.monotonic() < deadline, "client never reconnected to the restarted master"
             time.sleep(0.1)

@@ -4,7 +4,6 @@ stopping at the first step where implementation and spec disagree."""
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import replace
 
 from tiercheck.conformance.adapters import BACKENDS, driver_factory
@@ -13,6 +12,7 @@ from tiercheck.conformance.runner import replay
 from tiercheck.errors import UserError
 from tiercheck.models import model_file
 from tiercheck.models.trace import read_trace
+from tiercheck.toml_compat import tomllib
 
 NAME = "replay"
 HELP = "replay a trace on an implementation and show the first disagreement with the spec"
@@ -20,7 +20,7 @@ HELP = "replay a trace on an implementation and show the first disagreement with
 
 def add_arguments(p):
     p.add_argument("trace", help="trace file (ITF JSON)")
-    p.add_argument("--impl", default="reference", help="implementation (reference, spec, sglang)")
+    p.add_argument("--impl", default="reference", help="a registered implementation (`tiercheck impls`) or package.module:factory")
     p.add_argument("--ranks", type=int, default=None, help="override the model's rank count")
     p.add_argument("--backend", default="lockstep", choices=BACKENDS, help="lock-step threads or real gloo processes")
     p.add_argument("--variant", action="append", default=[], help="switch a bug variant on in the implementation")

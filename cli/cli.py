@@ -1,6 +1,6 @@
 """The `tiercheck` console script: one parser, one module per subcommand.
 
-Each module in tiercheck/commands/ exposes ``NAME``, ``HELP``, ``add_arguments(parser)``
+Each module in tiercheck.commands (the folder cli/commands/) exposes ``NAME``, ``HELP``, ``add_arguments(parser)``
 and ``run(args) -> int``. Adding a subcommand means adding a module there; the parser
 finds it, in the order of ``ORDER`` first and then by name.
 """
@@ -12,6 +12,7 @@ import importlib
 import pkgutil
 import sys
 
+import tiercheck
 import tiercheck.commands
 
 from tiercheck.errors import UserError
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tiercheck",
         description="Model-check, prove and conformance-test HiCache tier reclaim.",
     )
+    parser.add_argument("--version", action="version", version=f"tiercheck {tiercheck.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"tiercheck.commands.{name}")

@@ -7,7 +7,7 @@ import time
 from dataclasses import replace
 
 from tiercheck.conformance import machine
-from tiercheck.conformance.adapters import BACKENDS, driver_factory
+from tiercheck.conformance.adapters import BACKENDS, driver_factory, probe
 from tiercheck.errors import UserError
 from tiercheck.models import model_file
 from tiercheck.spec.variants import check_names
@@ -17,7 +17,7 @@ HELP = "run the spec-derived stateful conformance suite against an implementatio
 
 
 def add_arguments(p):
-    p.add_argument("--impl", default="reference", help="implementation (reference, spec, sglang)")
+    p.add_argument("--impl", default="reference", help="a registered implementation (`tiercheck impls`) or package.module:factory")
     p.add_argument("--model", default="wt-mirror-2r", help="model whose constants configure the run")
     p.add_argument("--ranks", type=int, default=None, help="override the model's rank count")
     p.add_argument("--examples", type=int, default=100)
@@ -42,6 +42,7 @@ def run(args) -> int:
 
         z3_check = z3_invariant_check
     factory = driver_factory(args.impl, cfg, variants, args.backend)
+    probe(factory)  # a factory that fails or builds no driver: one line, before the run
     label = "+".join([args.impl, *sorted(variants)])
     stats = {}
     t0 = time.monotonic()

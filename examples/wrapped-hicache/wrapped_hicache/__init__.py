@@ -1,0 +1,1 @@
+"""An example HiCache implementation package plugged into tiercheck (see driver.py)."""
