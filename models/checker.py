@@ -74,6 +74,7 @@ class Checker:
         max_violations: int = 1,
         keep_graph: bool = False,
         progress_every: float = 2.0,
+        max_memory: Optional[int] = None,
     ):
         self.model = model
         self.props = [resolve_property(n) for n in properties]
@@ -85,6 +86,7 @@ class Checker:
         self.max_violations = max(1, int(max_violations))
         self.keep_graph = keep_graph
         self.progress_every = progress_every
+        self.max_memory = max_memory
         self.search: Optional[Search] = None
         self.sym = None
 
@@ -132,6 +134,7 @@ class Checker:
             max_hits=self.max_violations,
             pool=pool,
             progress_every=self.progress_every,
+            max_memory=self.max_memory,
         )
         self.search = search
         if canon is not None:

@@ -14,6 +14,7 @@ import sys
 
 import tiercheck.commands
 
+from tiercheck import exits
 from tiercheck.errors import UserError
 
 # The everyday commands first in --help; any other module follows by name.
@@ -28,15 +29,23 @@ def command_names() -> list[str]:
 COMMANDS = command_names()
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (usage stays in --help) and exit 2 like every bad input."""
+
+    def error(self, message):
+        self.exit(exits.BAD_INPUT, f"tiercheck: {self.prog.removeprefix('tiercheck ')}: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tiercheck",
         description="Model-check, prove and conformance-test HiCache tier reclaim.",
+        epilog=exits.EPILOG,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"tiercheck.commands.{name}")
-        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, epilog=exits.EPILOG)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
@@ -44,7 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a refused argument (2, one line already printed)
+        return exc.code if isinstance(exc.code, int) else exits.BAD_INPUT
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
@@ -53,9 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"tiercheck: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("tiercheck: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # commands that keep partial results catch it themselves
+        print("tiercheck: interrupted before any result", file=sys.stderr)
+        return exits.INCONCLUSIVE
     except BrokenPipeError:  # output piped into head & co.
         sys.stderr.close()
         return 141
