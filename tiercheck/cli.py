@@ -47,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"tiercheck.commands.{name}")
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, epilog=exits.EPILOG)
         module.add_arguments(p)
+        for action in p._actions:  # nested subcommands (bench seed-table) name them too
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    child.epilog = exits.EPILOG
         p.set_defaults(_run=module.run)
     return parser
 

@@ -8,7 +8,9 @@ from dataclasses import replace
 
 from tiercheck.conformance import machine
 from tiercheck.conformance.adapters import BACKENDS, driver_factory
+from tiercheck import exits
 from tiercheck.errors import UserError
+from tiercheck.inputs import int_in, output_dir
 from tiercheck.models import model_file
 from tiercheck.spec.variants import check_names
 
@@ -19,10 +21,10 @@ HELP = "run the spec-derived stateful conformance suite against an implementatio
 def add_arguments(p):
     p.add_argument("--impl", default="reference", help="implementation (reference, spec, sglang)")
     p.add_argument("--model", default="wt-mirror-2r", help="model whose constants configure the run")
-    p.add_argument("--ranks", type=int, default=None, help="override the model's rank count")
-    p.add_argument("--examples", type=int, default=100)
-    p.add_argument("--steps", type=int, default=50, help="steps per example")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ranks", type=int_in(1, 8), default=None, help="override the model's rank count (1..8)")
+    p.add_argument("--examples", type=int_in(1, 1_000_000), default=100, help="Hypothesis examples (default 100)")
+    p.add_argument("--steps", type=int_in(1, 10_000), default=50, help="steps per example (default 50)")
+    p.add_argument("--seed", type=int_in(0, 2**64 - 1), default=0)
     p.add_argument("--backend", default="lockstep", choices=BACKENDS)
     p.add_argument("--variant", action="append", default=[], help="switch a bug variant on in the implementation only")
     p.add_argument("--out", default=".tiercheck/counterexamples", help="where counterexample traces go")
@@ -31,6 +33,7 @@ def add_arguments(p):
 
 def run(args) -> int:
     mf = model_file.load(args.model)
+    output_dir(args.out, "--out")
     cfg = mf.config if args.ranks is None else replace(mf.config, ranks=args.ranks)
     try:
         variants = check_names(args.variant)
@@ -54,9 +57,9 @@ def run(args) -> int:
         if args.ranks is not None:
             flags += f" --ranks {args.ranks}"
         print(f"replay: tiercheck replay {stats.get('file', '<trace>')} --impl {args.impl}{flags}")
-        return 1
+        return exits.FOUND
     print(
         f"{args.impl} conforms to the spec on {mf.name} ({cfg.ranks} rank(s)): {stats.get('examples', 0)} examples "
         f"x up to {args.steps} steps, seed {args.seed}, {time.monotonic() - t0:.1f}s"
     )
-    return 0
+    return exits.OK
