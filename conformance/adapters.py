@@ -14,8 +14,10 @@ IMPLEMENTATIONS = {
 BACKENDS = ("lockstep", "gloo")
 
 
-def driver_factory(impl: str, cfg, variants=frozenset(), backend: str = "lockstep"):
-    """A zero-argument callable building a fresh driver (one per Hypothesis example)."""
+def driver_factory(impl: str, cfg, variants=frozenset(), backend: str = "lockstep", timeouts=None):
+    """A zero-argument callable building a fresh driver (one per Hypothesis example).
+    ``timeouts``: {"timeout": collective seconds, "driver_timeout": seconds} for the
+    reference implementation (tiercheck.conformance.fault_flags)."""
     if backend not in BACKENDS:
         raise UserError(f"--backend: unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     if impl == "spec":
@@ -23,7 +25,7 @@ def driver_factory(impl: str, cfg, variants=frozenset(), backend: str = "lockste
     if impl == "reference":
         from .reference import ReferenceDriver
 
-        return lambda: ReferenceDriver(cfg, variants=variants, backend=backend)
+        return lambda: ReferenceDriver(cfg, variants=variants, backend=backend, **(timeouts or {}))
     if impl == "sglang":
         from .sglang import SGLangDriver
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from tiercheck.conformance import machine
+from tiercheck.conformance import fault_flags, machine
 from tiercheck.conformance.adapters import BACKENDS, driver_factory
 from tiercheck import exits
 from tiercheck.errors import UserError
@@ -28,6 +28,7 @@ def add_arguments(p):
     p.add_argument("--backend", default="lockstep", choices=BACKENDS)
     p.add_argument("--variant", action="append", default=[], help="switch a bug variant on in the implementation only")
     p.add_argument("--out", default=".tiercheck/counterexamples", help="where counterexample traces go")
+    fault_flags.add_arguments(p)
     p.add_argument("--z3", action="store_true", help="also check every implementation state with the z3 encodings")
 
 
@@ -44,7 +45,7 @@ def run(args) -> int:
         from tiercheck.proofs.snapshot import z3_invariant_check
 
         z3_check = z3_invariant_check
-    factory = driver_factory(args.impl, cfg, variants, args.backend)
+    factory = driver_factory(args.impl, cfg, variants, args.backend, fault_flags.timeouts(args))
     label = "+".join([args.impl, *sorted(variants)])
     stats = {}
     t0 = time.monotonic()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tiercheck import exits
+from tiercheck.conformance import fault_flags
 from tiercheck.conformance.adapters import BACKENDS, driver_factory
 from tiercheck.conformance.compare import describe_difference
 from tiercheck.conformance.generated import is_tour, load_tour
@@ -31,6 +32,7 @@ def add_arguments(p):
     p.add_argument("--ranks", type=int_in(1, 8), default=None, help="override the model's rank count (1..8)")
     p.add_argument("--backend", default="lockstep", choices=BACKENDS, help="lock-step threads or real gloo processes")
     p.add_argument("--variant", action="append", default=[], help="switch a bug variant on in the implementation")
+    fault_flags.add_arguments(p)
 
 
 def load_cases(path, cfg_of):
@@ -57,7 +59,7 @@ def run(args) -> int:
         variants = check_names(args.variant)
     except ValueError as exc:
         raise UserError(f"--variant: {exc}") from None
-    factory = driver_factory(args.impl, cfg, variants, args.backend)
+    factory = driver_factory(args.impl, cfg, variants, args.backend, fault_flags.timeouts(args))
     total = 0
     for where, actions, probes in checked:
         driver = factory()
