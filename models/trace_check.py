@@ -70,7 +70,10 @@ def validate(model, actions: List[Action], probes: Iterable[int] = (), where: st
 
 
 def _short(a: Action, limit: int = 120) -> str:
-    text = str(a)
+    try:
+        text = str(a)
+    except TypeError:  # parameters no spec action has (a set of mixed types)
+        text = f"{a.name}{json.dumps({k: v for k, v in a.params})}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

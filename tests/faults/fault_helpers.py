@@ -44,10 +44,14 @@ def children(pid: int) -> list:
     return kids
 
 
-def finish(proc: subprocess.Popen):
-    """(exit code, stdout, stderr) once the run ends; fails if it hangs."""
+def finish(proc: subprocess.Popen, fault: str = ""):
+    """(exit code, stdout, stderr) once the run ends; fails if it hangs. Prints how long
+    the run took to report after the fault (visible with -s; docs/faults.md)."""
+    t0 = time.monotonic()
     try:
         out, err = proc.communicate(timeout=HANG)
+        if fault:
+            print(f"\nfault {fault}: exit {proc.returncode} {time.monotonic() - t0:.1f}s after it")
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         raise AssertionError(f"still running {HANG}s after the fault: teardown hangs") from None

@@ -26,7 +26,7 @@ def test_sigint_keeps_the_partial_summary_and_the_counterexample_found(tmp_path)
     wait_for_depth(proc, 13)  # level 11 is expanded: the counterexample is known
     workers = children(proc.pid)
     os.killpg(proc.pid, signal.SIGINT)
-    rc, out, err = finish(proc)
+    rc, out, err = finish(proc, "SIGINT after a violation was found")
     assert rc == 1, err  # a violation was found before the interrupt: that is definite
     assert "exploration PARTIAL (interrupted (SIGINT))" in out
     assert "release_safety           violated" in out and "no_ghost                 holds so far" in out
@@ -42,7 +42,7 @@ def test_sigint_without_a_finding_is_inconclusive(tmp_path):
     wait_for_depth(proc, 12)
     workers = children(proc.pid)
     os.killpg(proc.pid, signal.SIGINT)
-    rc, out, err = finish(proc)
+    rc, out, err = finish(proc, "SIGINT")
     assert rc == 3 and "exploration PARTIAL (interrupted (SIGINT))" in out
     assert "no 'holds' below is a proof" in out and "inconclusive: interrupted (SIGINT) (exit 3)" in err
     assert "Traceback" not in err
@@ -55,7 +55,7 @@ def test_a_killed_worker_ends_the_run_with_its_partial_summary(tmp_path):
     workers = children(proc.pid)
     assert len(workers) == 2
     os.kill(workers[1], signal.SIGKILL)
-    rc, out, err = finish(proc)
+    rc, out, err = finish(proc, "SIGKILL of a checker worker")
     assert rc == 3, err
     assert re.search(rf"worker [01] \(pid {workers[1]}\) died \(killed by signal 9\)", out), out
     assert "states/s, 2 workers), exploration PARTIAL" in out and "holds so far" in out
