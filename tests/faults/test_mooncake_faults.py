@@ -18,7 +18,9 @@ from fault_helpers import HANG, children
 from tiercheck.errors import UserError
 from tiercheck.impl.storage.mooncake_master import find_master_binary
 
-pytestmark = pytest.mark.mooncake
+# About a minute (two arms, a Mooncake master each): behind -m slow; the guard's logic
+# runs by default in tests/storage/test_storage_guard.py.
+pytestmark = [pytest.mark.mooncake, pytest.mark.slow]
 
 
 def _require_mooncake():

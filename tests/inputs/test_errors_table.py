@@ -68,3 +68,13 @@ def test_errors_table(tmp_path_factory, monkeypatch, capsys):
         DOC.write_text(text)
     elif not DOC.exists() or DOC.read_text() != text:
         pytest.fail(f"{DOC} is out of date: rerun with TIERCHECK_WRITE_DOCS=1 and commit it")
+
+
+def test_every_commands_help_names_the_exit_codes(capsys):
+    from tiercheck.cli import COMMANDS
+
+    for argv in [[c] for c in COMMANDS] + [["bench", "seed-table"], ["bench", "reclaim"], []]:
+        assert main([*argv, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert "exit status: 0 complete and clean; 1 violation found" in text, argv
+        assert "2 bad input" in text and "3 inconclusive" in text, argv
