@@ -52,6 +52,10 @@ def run(args) -> int:
     try:
         machine.run(factory, examples=args.examples, steps=args.steps, seed=args.seed, record_dir=args.out,
                     z3_check=z3_check, label=label, stats=stats)
+    except KeyboardInterrupt:  # the partial summary: how far the suite got
+        print(f"{args.impl} on {mf.name}: interrupted after {stats.get('examples', 0)} examples "
+              f"({time.monotonic() - t0:.1f}s), no disagreement so far: inconclusive")
+        return exits.INCONCLUSIVE
     except machine.ConformanceFailure as exc:
         print(exc)
         flags = "".join(f" --variant {v}" for v in sorted(variants))
