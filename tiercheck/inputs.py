@@ -72,33 +72,24 @@ def _writable_dir(d: Path, flag: str, path) -> None:
         raise UserError(f"{flag} {path}: {probe} is not writable")
 
 
-def _make(d: Path, flag: str, path) -> None:
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"{flag} {path}: cannot create {d}: {exc.strerror or exc}") from None
-
-
 def output_file(path, flag: str) -> Path:
-    """Check, before any work, that a file can be written at ``path`` (its folder is
-    created now, so the write at the end cannot fail on it)."""
+    """Check, before any work, that a file can be written at ``path`` (missing folders
+    are creatable; the writer creates them; nothing is created on a refusal)."""
     p = Path(path)
     if p.is_dir():
         raise UserError(f"{flag} {path}: is a directory (a file is expected)")
     if p.exists() and not os.access(p, os.W_OK):
         raise UserError(f"{flag} {path}: exists and is not writable")
     _writable_dir(p.parent, flag, path)
-    _make(p.parent, flag, path)
     return p
 
 
 def output_dir(path, flag: str) -> Path:
-    """Check, before any work, that ``path`` is a writable directory (created now)."""
+    """Check, before any work, that ``path`` is, or can be created as, a writable directory."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise UserError(f"{flag} {path}: exists and is not a directory")
     _writable_dir(p, flag, path)
-    _make(p, flag, path)
     return p
 
 

@@ -65,6 +65,7 @@ def _plot(arms, path, title) -> None:
 
     if not path:
         return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     try:
         plot_occupancy(arms, path, title)
         print(f"plot: {path}")
@@ -88,6 +89,7 @@ def _arm_json(a) -> dict:
 
 def _write_json(path, data) -> None:
     if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w") as f:
             json.dump(data, f, indent=1, default=str)
         print(f"json: {path}")

@@ -33,6 +33,7 @@ def run(args) -> int:
     mf = model_file.load(args.model)
     g = graph_export.build(Model(mf.config), args.max_states, mf.name)
     try:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         graph_export.write(g, args.output, fmt)
     except OSError as exc:
         raise UserError(f"{args.output}: cannot write: {exc}") from None
