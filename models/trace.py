@@ -10,7 +10,6 @@ state records the action that produced it in ``mbt::actionTaken`` and its parame
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import List, Optional
 
 from tiercheck.errors import UserError
