@@ -91,4 +91,5 @@ ROWS = [
     ("a model with a violation", lambda d: ["check", "variants/host-starvation"], 1),
     ("`check --max-states 10` (partial)", lambda d: ["check", "wt-storage-2r", "--max-states", "10"], 3),
     ("a clean replay", lambda d: ["replay", "cex.json", "--impl", "spec"], 0),
+    ("a generated tour (every trace in it)", lambda d: ["replay", str(LIBRARY.parent.parent / "tests/generated/wt-2r/tour.json"), "--impl", "spec"], 0),
 ]

@@ -12,7 +12,8 @@ from errors_rows import ROWS
 
 from tiercheck.cli import main
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "errors.md"
 
 HEAD = """# Errors and exit codes
 
@@ -29,7 +30,7 @@ Inputs are validated before any work (`tiercheck/inputs.py`: regular files under
 cap, output paths writable, numbers bounded; `models/model_file.py`; traces against the
 spec, `models/trace_check.py`). The table below is produced by
 `tests/inputs/test_errors_table.py` (`TIERCHECK_WRITE_DOCS=1` rewrites it); the message is
-the last line on stderr (`TMP` is the test's folder).
+the last line on stderr (`TMP` is the test's folder, `REPO` this repository).
 
 | input | command | message | exit |
 |---|---|---|---|
@@ -58,10 +59,10 @@ def test_errors_table(tmp_path_factory, monkeypatch, capsys):
         if want == 2:
             assert err.count("\n") == 1 and err.startswith("tiercheck: "), (what, err)
         last = err.strip().splitlines()[-1] if err.strip() else "(none)"
-        last = last.replace(str(d), "TMP").replace("|", "\\|")
+        last = last.replace(str(d), "TMP").replace(str(REPO), "REPO").replace("|", "\\|")
         if len(last) > 200:
             last = last[:197] + "..."
-        shown = " ".join(a if len(a) < 40 else a[:37] + "..." for a in argv)
+        shown = " ".join(a if len(a) < 40 else a[:37] + "..." for a in (x.replace(str(REPO), "REPO") for x in argv))
         lines.append(f"| {what} | `tiercheck {shown}` | {last} | {rc} |")
     text = HEAD + "\n".join(lines) + "\n"
     if os.environ.get("TIERCHECK_WRITE_DOCS"):
