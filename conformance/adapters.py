@@ -83,22 +83,27 @@ def lookup(impl: str) -> Implementation:
     return known[impl]
 
 
-def driver_factory(impl: str, cfg, variants=frozenset(), backend: str = "lockstep"):
-    """A zero-argument callable building a fresh, checked driver (one per Hypothesis example)."""
+def driver_factory(impl: str, cfg, variants=frozenset(), backend: str = "lockstep", timeouts=None):
+    """A zero-argument callable building a fresh, checked driver (one per Hypothesis example).
+    ``timeouts``: {"timeout": collective seconds, "driver_timeout": seconds}
+    (tiercheck.conformance.fault_flags), passed to the factory as keyword options only when
+    given, so a factory that has no such bounds need not accept them."""
     if backend not in BACKENDS:
         raise UserError(f"--backend: unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     factory = lookup(impl).load()
     variants = frozenset(variants)
+    options = dict(timeouts or {})
     try:
-        inspect.signature(factory).bind(cfg, variants=variants, backend=backend)
+        inspect.signature(factory).bind(cfg, variants=variants, backend=backend, **options)
     except TypeError as exc:
-        raise UserError(f"--impl {impl}: the factory must accept (cfg, variants=..., backend=...): {exc}") from None
+        wanted = ", ".join(["variants=...", "backend=...", *(f"{k}=..." for k in options)])
+        raise UserError(f"--impl {impl}: the factory must accept (cfg, {wanted}): {exc}") from None
     except ValueError:
         pass  # no signature to inspect (a builtin): the call decides
 
     def build():
         try:
-            driver = factory(cfg, variants=variants, backend=backend)
+            driver = factory(cfg, variants=variants, backend=backend, **options)
         except UserError:
             raise
         except Exception as exc:  # noqa: BLE001 -- the factory's own failure: one line, no traceback
@@ -126,11 +131,11 @@ def spec(cfg, variants=frozenset(), backend="lockstep"):
     return SpecDriver(cfg, variants)
 
 
-def reference(cfg, variants=frozenset(), backend="lockstep"):
+def reference(cfg, variants=frozenset(), backend="lockstep", timeout=None, driver_timeout=None):
     """tiercheck.impl, the torch-backed reference HiCache"""
     from .reference import ReferenceDriver
 
-    return ReferenceDriver(cfg, variants=variants, backend=backend)
+    return ReferenceDriver(cfg, variants=variants, backend=backend, timeout=timeout, driver_timeout=driver_timeout)
 
 
 def sglang(cfg, variants=frozenset(), backend="lockstep"):

@@ -8,7 +8,9 @@ from pathlib import Path
 from tiercheck.errors import UserError
 from tiercheck.toml_compat import tomllib
 from tiercheck.spec.action import Action
+from tiercheck.inputs import write_atomic
 from tiercheck.models import model_file
+from tiercheck.models.trace import load_json
 from tiercheck.spec.model import Model
 
 from .adapters import driver_factory
@@ -62,7 +64,7 @@ def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_0
             {"actions": [a.to_json() for a in tr.actions], "probes": list(tr.probes)} for tr in tour.traces
         ],
     }
-    (out / "tour.json").write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+    write_atomic(out / "tour.json", json.dumps(doc, separators=(",", ":")) + "\n")
     cases = [f"trace-{k:03d}" for k in range(len(tour.traces))]
     safe = "".join(c if c.isalnum() else "_" for c in mf.name)
     (out / f"test_tour_{safe}.py").write_text(
@@ -71,16 +73,22 @@ def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_0
     return tour, cases
 
 
-def load_tour(path):
+def load_tour(path, doc=None):
+    """The model and the traces (actions, probe indices) of a tour file."""
+    if doc is None:
+        doc = load_json(path, "tour file")
     try:
-        doc = json.loads(Path(path).read_text())
         if doc.get("format") != FORMAT:
             raise ValueError(f"format {doc.get('format')!r}")
-        mf = model_file.parse(tomllib.loads(doc["model"]), str(path))
+        mf = model_file.parse(model_file.loads(doc["model"], str(path)), str(path))
         traces = [([Action.from_json(a) for a in t["actions"]], set(t["probes"])) for t in doc["traces"]]
-    except (OSError, ValueError, KeyError, TypeError, tomllib.TOMLDecodeError) as exc:
-        raise UserError(f"{path}: corrupt tour file ({exc})") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UserError(f"{path}: corrupt tour file ({type(exc).__name__}: {exc})") from None
     return mf, traces
+
+
+def is_tour(doc) -> bool:
+    return isinstance(doc, dict) and doc.get("format") == FORMAT
 
 
 def replay_case(test_file: str, case: str, impl: str, backend: str = "lockstep") -> None:

@@ -47,7 +47,8 @@ def impl_config(cfg, variants=frozenset()) -> HiCacheConfig:
 class ReferenceDriver:
     name = "reference"
 
-    def __init__(self, cfg, variants=frozenset(), backend: str = "lockstep", timeout: float = None):
+    def __init__(self, cfg, variants=frozenset(), backend: str = "lockstep", timeout: float = None,
+                 driver_timeout: float = None):
         # Lock-step detects a skipped collective at once (a rank that returns early fails
         # its waiting peers), so its timeout only catches real stalls; gloo needs the
         # timeout to notice a hang at all.
@@ -60,7 +61,8 @@ class ReferenceDriver:
         if backend == "gloo":
             from tiercheck.impl.hicache.gloo import GlooHiCache
 
-            self.group = GlooHiCache(conf, cfg.ranks, storage, collective_timeout=timeout)
+            self.group = GlooHiCache(conf, cfg.ranks, storage, collective_timeout=timeout,
+                                     driver_timeout=driver_timeout)
         else:
             self.group = LockstepHiCache(conf, cfg.ranks, storage, timeout=timeout)
         self.hung = ""

@@ -6,19 +6,20 @@ from __future__ import annotations
 import argparse
 
 from tiercheck.errors import UserError
+from tiercheck.inputs import int_in
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sessions", type=int, default=16)
-    p.add_argument("--groups", type=int, default=4, help="distinct shared prefixes")
-    p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--prefix-pages", type=int, default=6)
-    p.add_argument("--turn-pages", type=int, default=2)
-    p.add_argument("--page-size", type=int, default=4)
-    p.add_argument("--device-pages", type=int, default=64)
-    p.add_argument("--host-pages", type=int, default=24)
-    p.add_argument("--ranks", type=int, default=1, help="TP ranks (lock-step threads)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sessions", type=int_in(1, 4096), default=16)
+    p.add_argument("--groups", type=int_in(1, 1024), default=4, help="distinct shared prefixes")
+    p.add_argument("--rounds", type=int_in(1, 1000), default=2)
+    p.add_argument("--prefix-pages", type=int_in(1, 4096), default=6)
+    p.add_argument("--turn-pages", type=int_in(0, 4096), default=2)
+    p.add_argument("--page-size", type=int_in(1, 4096), default=4)
+    p.add_argument("--device-pages", type=int_in(1, 1 << 20), default=64)
+    p.add_argument("--host-pages", type=int_in(1, 1 << 20), default=24)
+    p.add_argument("--ranks", type=int_in(1, 8), default=1, help="TP ranks (lock-step threads)")
+    p.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0)
     p.add_argument("--baseline", action="store_true",
                    help="also run the host-starvation baseline (seed 000's bug) for comparison")
 

@@ -171,6 +171,7 @@ def spawn_gloo(
     timeout: float = 60.0,
     collective_timeout: float = 10.0,
     start_method: str | None = None,
+    on_start=None,
 ) -> list:
     """Run fn(group: TorchDistGroup, *args) on ``world_size`` gloo processes on 127.0.0.1.
 
@@ -196,6 +197,8 @@ def spawn_gloo(
     ]
     for p in procs:
         p.start()
+    if on_start is not None:
+        on_start(procs)  # the caller may need to kill a stalled rank (GlooHiCache.close)
     got: dict[int, tuple] = {}
     failures: list[tuple[int, BaseException, str]] = []
     deadline = time.monotonic() + timeout

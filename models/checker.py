@@ -15,14 +15,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
 from tiercheck.errors import UserError
-from tiercheck.models import liveness, progress, replay
+from tiercheck.models import liveness, verdicts
 from tiercheck.models.codec import Codec
 from tiercheck.models.expand import Expander
 from tiercheck.models.search import Search
 from tiercheck.spec.properties import BY_NAME
 
-UNCHECKED_SYMMETRY = "not checked (symmetry)"
-UNSOUND_SYMMETRY = "unknown (symmetry unsound: replicas diverged)"
+from tiercheck.models.verdicts import UNCHECKED_SYMMETRY, UNSOUND_SYMMETRY  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -74,6 +73,7 @@ class Checker:
         max_violations: int = 1,
         keep_graph: bool = False,
         progress_every: float = 2.0,
+        max_memory: Optional[int] = None,
     ):
         self.model = model
         self.props = [resolve_property(n) for n in properties]
@@ -85,16 +85,41 @@ class Checker:
         self.max_violations = max(1, int(max_violations))
         self.keep_graph = keep_graph
         self.progress_every = progress_every
+        self.max_memory = max_memory
         self.search: Optional[Search] = None
         self.sym = None
 
     # ------------------------------------------------------------------------------
 
     def run(self) -> Result:
+        """Search, then verdicts (tiercheck.models.verdicts); printing is the caller's."""
         m = self.model
         res = Result(workers=self.workers)
         safety = [p for p in self.props if p.kind in ("invariant", "transition")]
         graph_props = [p for p in self.props if p.kind in ("progress", "liveness")]
+        search, checked_graph, canon = self._explore(res, safety, graph_props)
+        codec = self.codec
+        if self.sym is not None:
+            res.symmetry = self.sym.report(search)
+            diverged = self._replicas_diverged() if self.sym.ranks else None
+        else:
+            diverged = None
+        canon_key = (lambda s: codec.encode(canon(s))) if canon is not None else None
+        res.violations = verdicts.safety_violations(m, search, safety, canon_key, self._violation)
+        if res.complete:
+            for p in checked_graph:
+                found = verdicts.graph_violations(m, search, p, self.max_violations, self._violation, self._lasso)
+                if found:
+                    res.violations[p.name] = found
+        res.verdicts = verdicts.decide(self.props, res.violations, res.complete, self.sym is not None, diverged)
+        if diverged is not None:
+            res.notes.append(verdicts.diverged_note(diverged))
+        return res
+
+    def _explore(self, res: Result, safety, graph_props):
+        """The breadth-first search (serial or in workers, over orbit representatives
+        under symmetry); fills ``res``'s exploration figures."""
+        m = self.model
         if self.want_symmetry:
             from tiercheck.models import symmetry
 
@@ -132,6 +157,7 @@ class Checker:
             max_hits=self.max_violations,
             pool=pool,
             progress_every=self.progress_every,
+            max_memory=self.max_memory,
         )
         self.search = search
         if canon is not None:
@@ -147,52 +173,15 @@ class Checker:
         res.distinct, res.transitions, res.depth = stats.distinct, stats.transitions, stats.depth
         res.complete, res.stop_reason, res.coverage = stats.complete, stats.stop_reason, stats.coverage
         res.seconds = stats.seconds
-        if self.sym is not None:
-            res.symmetry = self.sym.report(search)
-            diverged = self._replicas_diverged() if self.sym.ranks else None
-        else:
-            diverged = None
-        canon_key = (lambda s: codec.encode(canon(s))) if canon is not None else None
-        # Counterexamples of safety properties, rebuilt by re-execution.
-        for p in safety:
-            for hit in search.hits.get(p.name, []):
-                states, actions = replay.rebuild(m, search, hit.index, canon_key)
-                message = hit.message
-                if hit.pos is not None:
-                    a, t = replay.final_step(m, states[-1], hit.pos, hit.succ_key, p, canon_key)
-                    message = p.fn(m, states[-1], a, t) or message
-                    states, actions = states + [t], actions + [a]
-                elif canon_key is not None:
-                    message = p.fn(m, states[-1]) or message
-                res.violations.setdefault(p.name, []).append(
-                    Violation(p.name, message, states, actions, kind=p.kind)
-                )
-        if res.complete:
-            for p in checked_graph:
-                found = self._graph_property(p)
-                if found:
-                    res.violations[p.name] = found
-        for p in self.props:
-            if p.name in res.violations:
-                res.verdicts[p.name] = "violated"
-            elif p.kind in ("progress", "liveness"):
-                if self.sym is not None:
-                    res.verdicts[p.name] = UNCHECKED_SYMMETRY
-                else:
-                    res.verdicts[p.name] = "holds" if res.complete else "unknown"
-            else:
-                res.verdicts[p.name] = "holds" if res.complete else "holds so far"
-        if diverged is not None:
-            # Counterexamples stay (each is a re-executed concrete run); a 'holds' does not.
-            res.notes.append(
-                f"symmetry unsound here: replicas diverge in explored state {diverged} (rank "
-                "permutations assume they agree); 'holds' verdicts are withdrawn, rerun "
-                "without --symmetry"
-            )
-            for name, v in res.verdicts.items():
-                if v in ("holds", "holds so far"):
-                    res.verdicts[name] = UNSOUND_SYMMETRY
-        return res
+        return search, checked_graph, canon
+
+    @staticmethod
+    def _violation(p, message, states, actions) -> Violation:
+        return Violation(p.name, message, states, actions, kind=p.kind)
+
+    @staticmethod
+    def _lasso(p, lasso) -> Violation:
+        return Violation(p.name, lasso.message, lasso.states, lasso.actions, lasso.loop_start, kind="liveness")
 
     def _replicas_diverged(self) -> Optional[int]:
         """The first explored state whose replicas disagree (rank_agreement), or None."""
@@ -201,18 +190,3 @@ class Checker:
             if fn(m, decode(k)):
                 return i
         return None
-
-    def _graph_property(self, p) -> List[Violation]:
-        m, search = self.model, self.search
-        out = []
-        if p.kind == "progress":
-            for i, key in progress.check(m, search, p, self.max_violations):
-                states, actions = replay.rebuild(m, search, i)
-                name = m.name(key) if isinstance(key, int) else key
-                out.append(Violation(p.name, p.fn.describe.format(key=name), states, actions, kind="progress"))
-            return out
-        for lasso in liveness.check(m, search, p, self.max_violations):
-            out.append(
-                Violation(p.name, lasso.message, lasso.states, lasso.actions, lasso.loop_start, kind="liveness")
-            )
-        return out

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from tiercheck.errors import UserError
+from tiercheck.inputs import MODEL_BYTES, read_text
 from tiercheck.spec.config import CONSTANTS, FAULTS, POLICIES, Config
 from tiercheck.spec.properties import BY_NAME, default_properties
 from tiercheck.spec.variants import VARIANTS
@@ -33,6 +34,10 @@ from tiercheck.spec.variants import VARIANTS
 from tiercheck.toml_compat import tomllib
 
 LIBRARY = Path(__file__).resolve().parent / "library"
+
+# Size caps (the error names the cap): beyond these no exhaustive check ends in useful time.
+MAX_REQUESTS = 16
+MAX_PAGES = 64
 
 # Validation of the [model] table, from the Config fields (spec/config.py CONSTANTS).
 _INT_KEYS = {c.name: c.bounds for c in CONSTANTS.values() if c.bounds}
@@ -78,13 +83,17 @@ def resolve(path_or_name: str) -> Path:
 
 def load(path_or_name: str) -> ModelFile:
     path = resolve(path_or_name)
+    return parse(loads(read_text(path, "model file", MODEL_BYTES), str(path)), str(path))
+
+
+def loads(text: str, where: str) -> dict:
+    """TOML text as a dict; malformed or absurdly nested text is a one-line UserError."""
     try:
-        raw = tomllib.loads(path.read_text())
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
-    return parse(raw, str(path))
+        raise UserError(f"{where}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise UserError(f"{where}: not valid TOML: nested too deeply") from None
 
 
 def parse(raw: dict, path: str = "<model>") -> ModelFile:
@@ -125,6 +134,10 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
         for r in reqs
     ):
         raise err("model.requests", "must be a non-empty list of non-empty lists of integers")
+    if len(reqs) > MAX_REQUESTS:
+        raise err("model.requests", f"{len(reqs)} requests, over the cap of {MAX_REQUESTS}")
+    if len({tuple(r[: k + 1]) for r in reqs for k in range(len(r))}) > MAX_PAGES:
+        raise err("model.requests", f"more than {MAX_PAGES} distinct pages (the cap)")
     kwargs["requests"] = tuple(tuple(r) for r in reqs)
     if "policy" in model:
         if model["policy"] not in POLICIES:
@@ -147,6 +160,8 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
         props = default_properties(cfg)
     elif not isinstance(props, list) or not all(isinstance(x, str) for x in props):
         raise err("check.properties", "must be a list of property names")
+    elif not props:
+        raise err("check.properties", "is empty (leave it out to check every property that applies)")
     for x in props:
         if x not in BY_NAME:
             known = ", ".join(BY_NAME)
@@ -161,6 +176,8 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
                 f"waiting node could never be admitted",
             )
     expect = check.get("expect_violation")
+    if expect is not None and not isinstance(expect, str):
+        raise err("check.expect_violation", f"must be one property name (a string), got a {type(expect).__name__}")
     if expect is not None and expect not in BY_NAME:
         raise err("check.expect_violation", f"unknown property {expect!r}")
     if expect is not None and expect not in props:

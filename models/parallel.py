@@ -20,14 +20,20 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
+
 from tiercheck.models.codec import WorkerCodec, from_plain, to_plain
 from tiercheck.models.expand import Expander
+from tiercheck.models.search import WorkerDied
 
 CHUNK = 400  # states per chunk
 SMALL_LEVEL = 2 * CHUNK  # levels smaller than this are expanded by the owner
 
 
 def _worker(conn, model, props, codec_state, canon) -> None:
+    # Ctrl-C reaches the whole process group: the owner stops the run and keeps what it
+    # found, so workers ignore it and finish their chunk.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     codec = WorkerCodec(model)
     for v in codec_state[0]:
         codec.ranks.adopt(v)
@@ -118,7 +124,10 @@ class Pool:
             new_ranks = [to_plain(v) for v in ranks[self.sent_ranks[w] :]]
             new_flags = list(flags[self.sent_flags[w] :])
             self.sent_ranks[w], self.sent_flags[w] = len(ranks), len(flags)
-            self.conns[w].send((new_ranks, new_flags, keys[a:b], set(open_props)))
+            try:
+                self.conns[w].send((new_ranks, new_flags, keys[a:b], set(open_props)))
+            except OSError:  # BrokenPipeError: the worker is gone
+                raise self._dead(w) from None
             inflight[c] = w
 
         try:
@@ -127,7 +136,7 @@ class Pool:
                 nxt += 1
             for c in range(len(chunks)):
                 w = inflight.pop(c)
-                reply = self.conns[w].recv()
+                reply = self._recv(w)
                 if reply[0] == "error":
                     raise RuntimeError(f"worker {w} (pid {self.procs[w].pid}): {reply[1]}")
                 _tag, recs, local_ranks, local_flags = reply
@@ -142,7 +151,23 @@ class Pool:
                     yield a + k, rec
         finally:
             for c, w in sorted(inflight.items()):
-                self.conns[w].recv()  # leave every worker idle
+                try:
+                    self.conns[w].recv()  # leave every worker idle
+                except (EOFError, OSError):
+                    pass  # that worker is gone; the run is ending anyway
+
+    def _recv(self, w):
+        """Worker ``w``'s reply; WorkerDied (naming it and how it ended) if it is gone."""
+        try:
+            return self.conns[w].recv()
+        except (EOFError, OSError):
+            raise self._dead(w) from None
+
+    def _dead(self, w) -> WorkerDied:
+        p = self.procs[w]
+        p.join(timeout=2)
+        how = f"killed by signal {-p.exitcode}" if p.exitcode and p.exitcode < 0 else f"exit status {p.exitcode}"
+        return WorkerDied(f"worker {w} (pid {p.pid}) died ({how}); the states it was expanding are lost")
 
     def resolve(self, key):
         """The packed key of a worker's unresolved successor key."""

@@ -21,7 +21,20 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
+from tiercheck.models import budget
 from tiercheck.models.expand import Expander
+
+
+class WorkerDied(Exception):
+    """A worker process ended without answering (killed, e.g. by the OOM killer)."""
+
+
+def _close(records) -> None:
+    try:
+        if hasattr(records, "close"):
+            records.close()
+    except (WorkerDied, EOFError, OSError):
+        pass
 
 
 @dataclass
@@ -60,6 +73,7 @@ class Search:
         max_hits: int = 1,
         pool=None,
         progress_every: float = 2.0,
+        max_memory: Optional[int] = None,
     ):
         self.m = model
         # Properties still open; the search stops early once every one is violated.
@@ -74,6 +88,7 @@ class Search:
         self.max_hits = max_hits
         self.pool = pool
         self.progress_every = progress_every
+        self.max_memory = max_memory
         # Per state, by index.
         self.keys: list = []
         self.parent = array("i")  # < 2^31 states
@@ -120,60 +135,79 @@ class Search:
         stopped = False
         need_graph = self.need_graph
         resolve = self.pool.resolve if self.pool is not None else None
-        while lo < len(self.keys) and not stopped:
-            hi = len(self.keys)
-            self.level_start.append(lo)
-            records = self._records(lo, hi, open_props)
-            i = lo - 1
-            for i, (viols, expanded, steps, rec_frees) in records:
-                for name, msg in viols:
-                    self._hit(name, msg, i)
-                if not expanded:
-                    self.frees.append(0)
-                    self.expanded.append(0)
-                    continue
-                self.expanded.append(1)
-                for pos, name_id, key, stutter, tviols in steps:
-                    c = cov[name_id]
-                    c[0] += 1
-                    st.transitions += 1
-                    if stutter:
+        max_states = self.max_states
+        memory = budget.Meter(self.max_memory, self.pool)
+        i = lo - 1
+        records = None
+        try:
+            while lo < len(self.keys) and not stopped:
+                hi = len(self.keys)
+                self.level_start.append(lo)
+                records = self._records(lo, hi, open_props)
+                i = lo - 1
+                for i, (viols, expanded, steps, rec_frees) in records:
+                    for name, msg in viols:
+                        self._hit(name, msg, i)
+                    if not expanded:
+                        self.frees.append(0)
+                        self.expanded.append(0)
                         continue
-                    c[1] += 1
-                    if resolve is not None and type(key) is not int:
-                        key = resolve(key)
-                    for name, msg in tviols:
-                        self._hit(name, msg, i, pos, key)
-                    if need_graph:
-                        j = self.index.get(key)
-                        if j is None:
-                            j = self._add(key, i, pos)
-                        self.src.append(i)
-                        self.dst.append(j)
-                        self.kind.append(name_id)
-                    elif key not in self.index:
-                        self._add(key, i, pos)
-                self.frees.append(1 if rec_frees else 0)
-                if not open_props:
-                    st.complete, st.stop_reason = False, "every property already violated"
-                    stopped = True
-                    break
-                if self.max_states and len(self.keys) >= self.max_states:
-                    st.complete, st.stop_reason = False, f"--max-states {self.max_states} reached"
-                    stopped = True
-                    break
-                now = time.monotonic()
-                if self.time_limit and now - t0 > self.time_limit:
-                    st.complete, st.stop_reason = False, f"--time-limit {self.time_limit:g}s reached"
-                    stopped = True
-                    break
-                if self.on_progress and now - last >= self.progress_every:
-                    last = now
-                    queue = len(self.keys) - i - 1
-                    self.on_progress(len(self.keys), st.transitions, queue, len(self.level_start) - 1, now - t0)
-            if stopped and hasattr(records, "close"):
-                records.close()  # stop the workers' remaining chunks of this level
-            lo = hi if not stopped else i + 1
+                    self.expanded.append(1)
+                    for pos, name_id, key, stutter, tviols in steps:
+                        c = cov[name_id]
+                        c[0] += 1
+                        st.transitions += 1
+                        if stutter:
+                            continue
+                        c[1] += 1
+                        if resolve is not None and type(key) is not int:
+                            key = resolve(key)
+                        for name, msg in tviols:
+                            self._hit(name, msg, i, pos, key)
+                        if need_graph:
+                            j = self.index.get(key)
+                            if j is None:
+                                j = self._add(key, i, pos)
+                            self.src.append(i)
+                            self.dst.append(j)
+                            self.kind.append(name_id)
+                        elif key not in self.index:
+                            self._add(key, i, pos)
+                        if max_states and len(self.keys) >= max_states:
+                            break  # the bound holds inside one state's successors too
+                    self.frees.append(1 if rec_frees else 0)
+                    reason = None
+                    if not open_props:
+                        reason = "every property already violated"
+                    elif max_states and len(self.keys) >= max_states:
+                        reason = f"--max-states {max_states} reached"
+                    now = time.monotonic()
+                    if reason is None and self.time_limit and now - t0 > self.time_limit:
+                        reason = f"--time-limit {self.time_limit:g}s reached"
+                    if reason is None:
+                        reason = memory.over(i)
+                    if reason is not None:
+                        st.complete, st.stop_reason = False, reason
+                        stopped = True
+                        break
+                    if self.on_progress and now - last >= self.progress_every:
+                        last = now
+                        queue = len(self.keys) - i - 1
+                        self.on_progress(len(self.keys), st.transitions, queue, len(self.level_start) - 1, now - t0)
+                if stopped:
+                    _close(records)  # stop the workers' remaining chunks of this level
+                lo = hi if not stopped else i + 1
+        except KeyboardInterrupt:
+            st.complete, st.stop_reason = False, "interrupted (SIGINT)"
+            lo = i + 1
+            _close(records)
+        except WorkerDied as exc:
+            st.complete, st.stop_reason = False, str(exc)
+            lo = i + 1
+            _close(records)
+        # An interrupt may land inside _add: keep only states recorded in full.
+        n = min(len(self.keys), len(self.parent), len(self.via))
+        del self.keys[n:], self.parent[n:], self.via[n:]
         st.distinct = len(self.keys)
         self.next_unexpanded = lo
         # BFS discovers states by depth: the last one is among the deepest.

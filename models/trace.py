@@ -10,10 +10,10 @@ state records the action that produced it in ``mbt::actionTaken`` and its parame
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import List, Optional
 
 from tiercheck.errors import UserError
+from tiercheck.inputs import TRACE_BYTES, read_text, write_atomic
 from tiercheck.spec.action import Action
 from tiercheck.spec.state import DEV_NAMES, HOST_NAMES, live_nodes
 
@@ -135,14 +135,12 @@ def write_trace(
     }
     if loop_start is not None:
         meta["tiercheck"]["loop_start"] = loop_start
-        meta["loop"] = loop_start
     if extra:
         meta["tiercheck"].update(extra)
     doc = {"#meta": meta, "vars": VARS, "states": out_states}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    tmp.replace(path)
+    if loop_start is not None:
+        doc["loop"] = loop_start  # top level, where the ITF format (and itf-py) reads it
+    write_atomic(path, json.dumps(doc, indent=1) + "\n")
 
 
 class Trace:
@@ -162,12 +160,11 @@ class Trace:
 
 def read_trace(path) -> Trace:
     """Read a trace file; anything malformed is a one-line UserError naming the file."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such trace file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: corrupt trace (not JSON: {exc})") from None
+    return parse_trace(path, load_json(path, "trace file"))
+
+
+def parse_trace(path, doc) -> Trace:
+    """A trace from its parsed JSON (``read_trace`` without the reading)."""
     try:
         if doc["#meta"]["source"] != FORMAT:
             raise UserError(f"{path}: not a tiercheck trace (source {doc['#meta'].get('source')!r})")
@@ -176,11 +173,24 @@ def read_trace(path) -> Trace:
             raise TypeError("model/actions")
         if not isinstance(doc["states"], list) or len(doc["states"]) != len(meta["actions"]) + 1:
             raise ValueError("states and actions do not line up")
+        if not all(isinstance(x, dict) for x in doc["states"]):
+            raise TypeError("a state is not an object")
         return Trace(str(path), doc)
     except UserError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UserError(f"{path}: corrupt trace ({exc.__class__.__name__}: {exc})") from None
+
+
+def load_json(path, what: str):
+    """A JSON file read through the validation layer (regular file, size cap, depth)."""
+    text = read_text(path, what, TRACE_BYTES)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: corrupt {what} (not JSON: {exc})") from None
+    except RecursionError:
+        raise UserError(f"{path}: corrupt {what} (JSON nested too deeply)") from None
 
 
 # --- showing what changed -----------------------------------------------------------------

@@ -4,11 +4,15 @@ no network) that draws each rank's radix tree at every step of a trace.
 Each node is a box split in two halves, the device copy on top and the host copy below,
 coloured by tier state; a released mirror is hatched, a load-back pending node has a
 dashed blue frame. Nodes and rank fields that the step changed are outlined in red and
-highlighted. Ranks are drawn side by side. Navigation: buttons, slider, the step list,
+highlighted; nodes and fields in which the ranks differ (the replicas should agree) get a
+dashed orange frame and are named above the trees. The page opens at the violating step
+(conformance: the failing step; a counterexample: its last state), action labels are
+shown in full. Ranks are drawn side by side. Navigation: buttons, slider, the step list,
 arrow keys, and ``#step=N`` in the address (which the headless-browser test uses).
 
 The page carries stable data attributes for tests: ``main[data-step]``,
-``svg.tree[data-rank][data-nodes]``, ``g.node[data-node][data-dev][data-host][data-changed]``.
+``svg.tree[data-rank][data-nodes]``, ``g.node[data-node][data-dev][data-host][data-changed][data-rankdiff]``,
+``tr.rankdiff[data-field]``.
 """
 
 from __future__ import annotations
@@ -31,7 +35,19 @@ def page_data(trace: Trace) -> dict:
         "model": model_name(trace),
         "loop_start": loop_start(trace),
         "steps": steps(trace),
+        "focus": focus_step(trace),
     }
+
+
+def focus_step(trace: Trace) -> int:
+    """The step the page opens at: where the implementation disagreed (conformance), else
+    the last state of a counterexample (where the property breaks, or the lasso closes);
+    a plain trace opens at its initial state."""
+    last = len(trace.states) - 1
+    failing = trace.meta.get("failing_step")
+    if trace.kind == "conformance" and isinstance(failing, int) and not isinstance(failing, bool):
+        return max(0, min(last, failing + 1))
+    return last if trace.prop else 0
 
 
 def _script_json(obj) -> str:
@@ -113,7 +129,7 @@ nav button { font-size: 14px; padding: 2px 8px; }
 #body { display: flex; align-items: flex-start; }
 aside { width: 300px; min-width: 240px; max-height: calc(100vh - 90px); overflow-y: auto; border-right: 1px solid #ddd; background: #fff; }
 #steps { margin: 0; padding: 6px 6px 6px 38px; font-family: ui-monospace, monospace; font-size: 12px; }
-#steps li { padding: 2px 4px; cursor: pointer; border-radius: 3px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+#steps li { padding: 2px 4px; cursor: pointer; border-radius: 3px; white-space: normal; overflow-wrap: anywhere; }
 #steps li:hover { background: #eceff1; }
 #steps li.current { background: #1e88e5; color: #fff; }
 #steps li.cycle { border-left: 3px solid #8e24aa; }
@@ -130,6 +146,9 @@ table.fields td { padding: 1px 6px; border-bottom: 1px solid #eee; vertical-alig
 table.fields td.k { color: #607d8b; white-space: nowrap; }
 table.fields tr.chg td { background: #fff59d; }
 table.fields tr.chg td.k { color: #b71c1c; font-weight: 600; }
+table.fields tr.rankdiff td { outline: 2px dashed #ef6c00; outline-offset: -2px; }
+table.fields tr.rankdiff td.k::after { content: " \2260 other ranks"; color: #e65100; font-weight: 600; }
+#flags .flag.rankdiff { background: #ef6c00; }
 .removed { color: #b71c1c; font-family: ui-monospace, monospace; font-size: 11.5px; }
 #changes { font-family: ui-monospace, monospace; font-size: 12px; margin: 4px 0; padding-left: 18px; }
 #changes-box h3, #legend h3 { font-size: 13px; margin: 10px 0 2px 0; }
@@ -188,12 +207,30 @@ function layout(kids) {
   return {pos, cols: Math.max(col, 1), depth};
 }
 
+// What differs between the ranks in one state (the replicas should agree): rank fields
+// and nodes (missing on some rank, or with other values).
+function rankDiff(st) {
+  const fields = new Set(), nodes = new Set();
+  if (st.ranks.length < 2) return {fields, nodes};
+  const first = st.ranks[0];
+  for (const k of Object.keys(first)) {
+    if (k !== "nodes" && st.ranks.some(r => !same(r[k], first[k]))) fields.add(k);
+  }
+  const maps = st.ranks.map(nodesOf);
+  const names = new Set(maps.flatMap(m => [...m.keys()]));
+  for (const name of names) {
+    const v = maps[0].get(name);
+    if (maps.some(m => !m.has(name) || !same(m.get(name), v))) nodes.add(name);
+  }
+  return {fields, nodes};
+}
+
 function nodeChanged(before, after) {
   if (!before) return "new";
   return same(before, after) ? "" : "changed";
 }
 
-function drawTree(r, rank, prevRank) {
+function drawTree(r, rank, prevRank, diff) {
   const nodes = nodesOf(rank);
   const prev = prevRank ? nodesOf(prevRank) : null;
   const kids = treeOf(nodes);
@@ -227,7 +264,8 @@ function drawTree(r, rank, prevRank) {
     const p = pos.get(name), x = X(p), y = Y(p);
     const changed = prev ? nodeChanged(prev.get(name), n) : "";
     const g = el("svg:g", {class: "node", "data-node": name, "data-dev": n.device, "data-host": n.host,
-                           "data-changed": changed, transform: `translate(${x},${y})`});
+                           "data-changed": changed, "data-rankdiff": diff.nodes.has(name) ? "1" : "",
+                           transform: `translate(${x},${y})`});
     const title = el("svg:title");
     title.textContent = `node ${name}: pages ${n.pages.join(", ")}\ndevice ${n.device}, host ${n.host}` +
       `\nlock_ref ${n.lock_ref}, host_ref_counter ${n.host_ref_counter}, hit_count ${n.hit_count}` +
@@ -242,6 +280,9 @@ function drawTree(r, rank, prevRank) {
     g.appendChild(el("svg:rect", frame));
     if (changed) g.appendChild(el("svg:rect", {x: -4, y: -4, width: BOX_W + 8, height: BOX_H + 8, rx: 5, fill: "none",
                                                stroke: "#e53935", "stroke-width": 3, class: "hl"}));
+    if (diff.nodes.has(name)) g.appendChild(el("svg:rect", {x: -8, y: -8, width: BOX_W + 16, height: BOX_H + 16, rx: 7,
+                                                           fill: "none", stroke: "#ef6c00", "stroke-width": 2,
+                                                           "stroke-dasharray": "6 3", class: "rd"}));
     const light = n.device === "resident" || n.device === "loading";
     g.appendChild(el("svg:text", {x: 5, y: 15, "font-size": 12, "font-weight": 700, fill: light ? "#fff" : "#263238"}, name));
     g.appendChild(el("svg:text", {x: BOX_W - 4, y: 15, "font-size": 10, "text-anchor": "end", fill: light ? "#fff" : "#263238"},
@@ -264,11 +305,11 @@ function short(v) {
   return JSON.stringify(v);
 }
 
-function drawRank(r, st, prevSt) {
+function drawRank(r, st, prevSt, diff) {
   const rank = st.ranks[r], prevRank = prevSt ? prevSt.ranks[r] : null;
   const box = el("div", {class: "rank", "data-rank": r});
   box.appendChild(el("h2", {}, `rank ${r}`));
-  box.appendChild(drawTree(r, rank, prevRank));
+  box.appendChild(drawTree(r, rank, prevRank, diff));
   if (prevRank) {
     const now = nodesOf(rank), gone = [...nodesOf(prevRank).keys()].filter(k => !now.has(k));
     if (gone.length) box.appendChild(el("div", {class: "removed"}, "removed: " + gone.join(", ")));
@@ -278,7 +319,8 @@ function drawRank(r, st, prevSt) {
   rows.push(["store", st.store[r], prevSt ? prevSt.store[r] : undefined]);
   for (const [k, v, old] of rows) {
     const chg = prevSt && !same(v, old);
-    const tr = el("tr", chg ? {class: "chg", "data-field": k} : {"data-field": k});
+    const cls = [chg ? "chg" : "", diff.fields.has(k) ? "rankdiff" : ""].filter(Boolean).join(" ");
+    const tr = el("tr", cls ? {class: cls, "data-field": k} : {"data-field": k});
     tr.appendChild(el("td", {class: "k"}, k));
     tr.appendChild(el("td", {}, chg ? `${short(old)} \u2192 ${short(v)}` : short(v)));
     t.appendChild(tr);
@@ -324,8 +366,13 @@ function show(i) {
   if (s.state.hung) flags.appendChild(el("span", {class: "flag"}, "hung in " + s.state.hung));
   if (s.state.halted) flags.appendChild(el("span", {class: "flag"}, "halted: " + s.state.halted));
   if (inCycle(cur)) flags.appendChild(el("span", {class: "flag loop"}, `cycle: steps ${D.loop_start + 1}..${N - 1} repeat (state ${N - 1} = state ${D.loop_start})`));
+  const diff = rankDiff(s.state);
+  if (diff.fields.size || diff.nodes.size) {
+    const what = [...diff.fields, ...[...diff.nodes].map(n => "node " + n)];
+    flags.appendChild(el("span", {class: "flag rankdiff"}, "ranks differ: " + what.join(", ")));
+  }
   const ranks = document.getElementById("ranks");
-  ranks.replaceChildren(...s.state.ranks.map((_, r) => drawRank(r, s.state, prev)));
+  ranks.replaceChildren(...s.state.ranks.map((_, r) => drawRank(r, s.state, prev, diff)));
   const ch = document.getElementById("changes");
   ch.replaceChildren(...(s.changes.length ? s.changes : ["initial state"]).map(c => el("li", {}, c)));
   for (const li of document.querySelectorAll("#steps li")) li.classList.toggle("current", +li.dataset.step === cur);
@@ -360,7 +407,7 @@ function init() {
   });
   drawLegend();
   const m = /step=(\d+)/.exec(location.hash);
-  show(m ? +m[1] : 0);
+  show(m ? +m[1] : D.focus);
 }
 init();
 """

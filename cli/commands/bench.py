@@ -12,6 +12,7 @@ import os
 import sys
 
 from tiercheck.errors import UserError
+from tiercheck.inputs import int_in, output_file, positive_float
 
 NAME = "bench"
 HELP = "reproduce the seeds' benchmark tables on the reference HiCache (seed-table, reclaim)"
@@ -20,10 +21,10 @@ HELP = "reproduce the seeds' benchmark tables on the reference HiCache (seed-tab
 def _common(p) -> None:
     p.add_argument("--scale", choices=("full", "small"), default="full",
                    help="full: 128 sessions (about 2 min); small: 32 sessions on quarter pools (seconds)")
-    p.add_argument("--sessions", type=int, help="override the number of sessions")
-    p.add_argument("--device-pages", type=int, help="override the device pool (host = ratio x device)")
-    p.add_argument("--host-ratio", type=float, help="host pool / device pool (default 0.25)")
-    p.add_argument("--ranks", type=int, help="TP ranks (lock-step threads, default 1)")
+    p.add_argument("--sessions", type=int_in(1, 4096), help="override the number of sessions")
+    p.add_argument("--device-pages", type=int_in(1, 1 << 20), help="override the device pool (host = ratio x device)")
+    p.add_argument("--host-ratio", type=positive_float(64), help="host pool / device pool (default 0.25)")
+    p.add_argument("--ranks", type=int_in(1, 8), help="TP ranks (lock-step threads, default 1)")
     p.add_argument("--plot", metavar="PNG", help="write the host-pool occupancy plot here")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
 
@@ -64,6 +65,7 @@ def _plot(arms, path, title) -> None:
 
     if not path:
         return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     try:
         plot_occupancy(arms, path, title)
         print(f"plot: {path}")
@@ -87,6 +89,7 @@ def _arm_json(a) -> dict:
 
 def _write_json(path, data) -> None:
     if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w") as f:
             json.dump(data, f, indent=1, default=str)
         print(f"json: {path}")
@@ -100,8 +103,8 @@ def run(args) -> int:
         raise UserError("bench: say which benchmark: seed-table or reclaim (tiercheck bench --help)")
     for opt in ("plot", "json"):  # checked before minutes of running, not after
         path = getattr(args, opt)
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            raise UserError(f"--{opt}: directory {os.path.dirname(os.path.abspath(path))} does not exist")
+        if path:
+            output_file(path, f"--{opt}")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if args.bench == "seed-table":
         setup = _setup(args, seed_setup)

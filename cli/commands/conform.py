@@ -6,9 +6,11 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from tiercheck.conformance import machine
+from tiercheck import exits
+from tiercheck.conformance import fault_flags, machine
 from tiercheck.conformance.adapters import BACKENDS, driver_factory, probe
 from tiercheck.errors import UserError
+from tiercheck.inputs import int_in, output_dir
 from tiercheck.models import model_file
 from tiercheck.spec.variants import check_names
 
@@ -19,18 +21,20 @@ HELP = "run the spec-derived stateful conformance suite against an implementatio
 def add_arguments(p):
     p.add_argument("--impl", default="reference", help="a registered implementation (`tiercheck impls`) or package.module:factory")
     p.add_argument("--model", default="wt-mirror-2r", help="model whose constants configure the run")
-    p.add_argument("--ranks", type=int, default=None, help="override the model's rank count")
-    p.add_argument("--examples", type=int, default=100)
-    p.add_argument("--steps", type=int, default=50, help="steps per example")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ranks", type=int_in(1, 8), default=None, help="override the model's rank count (1..8)")
+    p.add_argument("--examples", type=int_in(1, 1_000_000), default=100, help="Hypothesis examples (default 100)")
+    p.add_argument("--steps", type=int_in(1, 10_000), default=50, help="steps per example (default 50)")
+    p.add_argument("--seed", type=int_in(0, 2**64 - 1), default=0)
     p.add_argument("--backend", default="lockstep", choices=BACKENDS)
     p.add_argument("--variant", action="append", default=[], help="switch a bug variant on in the implementation only")
     p.add_argument("--out", default=".tiercheck/counterexamples", help="where counterexample traces go")
+    fault_flags.add_arguments(p)
     p.add_argument("--z3", action="store_true", help="also check every implementation state with the z3 encodings")
 
 
 def run(args) -> int:
     mf = model_file.load(args.model)
+    output_dir(args.out, "--out")
     cfg = mf.config if args.ranks is None else replace(mf.config, ranks=args.ranks)
     try:
         variants = check_names(args.variant)
@@ -41,7 +45,7 @@ def run(args) -> int:
         from tiercheck.proofs.snapshot import z3_invariant_check
 
         z3_check = z3_invariant_check
-    factory = driver_factory(args.impl, cfg, variants, args.backend)
+    factory = driver_factory(args.impl, cfg, variants, args.backend, fault_flags.timeouts(args))
     probe(factory)  # a factory that fails or builds no driver: one line, before the run
     label = "+".join([args.impl, *sorted(variants)])
     stats = {}
@@ -49,15 +53,19 @@ def run(args) -> int:
     try:
         machine.run(factory, examples=args.examples, steps=args.steps, seed=args.seed, record_dir=args.out,
                     z3_check=z3_check, label=label, stats=stats)
+    except KeyboardInterrupt:  # the partial summary: how far the suite got
+        print(f"{args.impl} on {mf.name}: interrupted after {stats.get('examples', 0)} examples "
+              f"({time.monotonic() - t0:.1f}s), no disagreement so far: inconclusive")
+        return exits.INCONCLUSIVE
     except machine.ConformanceFailure as exc:
         print(exc)
         flags = "".join(f" --variant {v}" for v in sorted(variants))
         if args.ranks is not None:
             flags += f" --ranks {args.ranks}"
         print(f"replay: tiercheck replay {stats.get('file', '<trace>')} --impl {args.impl}{flags}")
-        return 1
+        return exits.FOUND
     print(
         f"{args.impl} conforms to the spec on {mf.name} ({cfg.ranks} rank(s)): {stats.get('examples', 0)} examples "
         f"x up to {args.steps} steps, seed {args.seed}, {time.monotonic() - t0:.1f}s"
     )
-    return 0
+    return exits.OK

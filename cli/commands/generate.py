@@ -3,7 +3,9 @@ plus one pytest module that replays them against an implementation."""
 
 from __future__ import annotations
 
+from tiercheck import exits
 from tiercheck.conformance.generated import generate
+from tiercheck.inputs import int_in, output_dir
 
 NAME = "generate"
 HELP = "write a conformance suite (transition tour traces + pytest module) for a model"
@@ -12,11 +14,12 @@ HELP = "write a conformance suite (transition tour traces + pytest module) for a
 def add_arguments(p):
     p.add_argument("model", help="model file or shipped model name")
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="output folder")
-    p.add_argument("--max-len", type=int, default=60, help="longest trace (steps)")
-    p.add_argument("--budget", type=int, default=20_000, help="most steps in all traces together")
+    p.add_argument("--max-len", type=int_in(1, 10_000), default=60, help="longest trace (steps, default 60)")
+    p.add_argument("--budget", type=int_in(1, 10_000_000), default=20_000, help="most steps in all traces together (default 20,000)")
 
 
 def run(args) -> int:
+    output_dir(args.out, "-o")
     tour, cases = generate(args.model, args.out, args.max_len, args.budget)
     steps = sum(len(t.actions) for t in tour.traces)
     print(
@@ -25,4 +28,4 @@ def run(args) -> int:
         f"{tour.labels_covered}/{tour.labels_total} action labels taken, "
         f"{tour.probes_covered} guard probes ({', '.join(tour.probe_names)}) -> {args.out}"
     )
-    return 0
+    return exits.OK

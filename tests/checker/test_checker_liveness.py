@@ -93,6 +93,7 @@ def test_the_lasso_is_an_itf_trace_with_its_loop(tmp_path):
     doc = json.loads(path.read_text())
     t = itf_py.trace_from_json(doc)
     assert len(t.states) == len(v.states)
+    assert t.loop == v.loop_start and "loop" not in doc["#meta"]  # top level, as ITF puts it
     assert doc["states"][-1]["mbt::actionTaken"] == v.actions[-1].name
 
 

@@ -8,6 +8,8 @@ from checker_helpers import explore, reachable, shipped
 
 from tiercheck.models import parallel, replay
 from tiercheck.models.checker import Checker
+from tiercheck.spec.config import Config
+from tiercheck.spec.model import Model
 
 
 @pytest.fixture
@@ -86,6 +88,21 @@ def test_a_stopped_run_says_it_is_partial():
     assert res.verdicts == {"no_ghost": "holds so far", "eviction_progress": "unknown", "host_channel_fair": "unknown"}
     _c, res = explore(m, ["no_ghost"], time_limit=1e-9)
     assert not res.complete and "--time-limit" in res.stop_reason
+    assert res.verdicts["no_ghost"] == "holds so far"
+
+
+def test_limits_hold_inside_one_states_successors():
+    # 16 requests: the initial state alone has 16 successors; the bound is still exact.
+    cfg = Config(requests=tuple((t,) for t in range(1, 17)), device_pages=16, host_pages=4)
+    _c, res = explore(Model(cfg), ["no_ghost"], max_states=10)
+    assert res.distinct == 10 and res.stop_reason == "--max-states 10 reached"
+
+
+def test_a_memory_budget_stops_the_search():
+    # A budget below what any process holds: the first sample stops the search.
+    _c, res = explore(shipped("wt-mirror-1r"), ["no_ghost"], max_memory=1 << 20)
+    assert not res.complete and res.stop_reason.startswith("--max-memory 1 MiB reached (")
+    assert res.stop_reason.endswith(" in use)") and res.distinct < 10502
     assert res.verdicts["no_ghost"] == "holds so far"
 
 

@@ -6,6 +6,7 @@ import io
 
 import pytest
 
+from tiercheck.cli import main
 from tiercheck.commands import demo as demo_command
 from tiercheck.errors import UserError
 from tiercheck.impl import demo
@@ -33,10 +34,11 @@ def test_demo_prints_metrics_and_mirror_release_beats_the_baseline():
     assert fixed["storage_hit"] > 0
 
 
-def test_demo_command_contract_and_bad_arguments():
+def test_demo_command_contract_and_bad_arguments(capsys):
     assert demo_command.NAME == "demo" and demo_command.HELP
-    with pytest.raises(UserError, match="--sessions must be at least 1"):
-        demo_command.run(parse("--sessions", "0"))
+    assert main(["demo", "--sessions", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--sessions" in err and "must be an integer [1, 4096], got 0" in err and err.count("\n") == 1
     with pytest.raises(UserError, match="does not fit --device-pages"):
         demo_command.run(parse("--device-pages", "4"))
     assert demo.main(["--sessions", "2", "--groups", "1", "--rounds", "1", "--prefix-pages", "2",

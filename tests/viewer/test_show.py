@@ -98,3 +98,15 @@ def test_html_page_is_self_contained(show, tmp_path, capsys):
     doc = json.loads(data)
     assert doc["loop_start"] == 3 and len(doc["steps"]) == 8 and doc["model"] == "wt-1r"
     assert "</" not in data  # nothing in the data can close the script element
+
+
+def test_the_html_viewer_opens_where_the_trace_went_wrong():
+    from types import SimpleNamespace
+
+    from tiercheck.models.viewer_html import focus_step
+
+    states = [{}] * 6
+    trace = lambda **kw: SimpleNamespace(**{"states": states, "meta": {}, "kind": "counterexample", "prop": None, **kw})  # noqa: E731
+    assert focus_step(trace()) == 0  # a plain walk: from the start
+    assert focus_step(trace(prop="no_ghost")) == 5  # a counterexample: where it breaks
+    assert focus_step(trace(kind="conformance", prop="conformance", meta={"failing_step": 2})) == 3

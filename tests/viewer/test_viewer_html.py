@@ -125,3 +125,31 @@ def test_screenshot_shows_the_coloured_tree(walk_page, tmp_path):
         if loading > 4 * 2000 and host_resident > 4 * 1500 and resident > 2 * 1500:
             return
     raise AssertionError(f"(loading, resident, host_resident) pixels per try: {seen}")
+
+
+def _rank_differences(state):
+    ranks = state["ranks"]
+    fields = {k for k in ranks[0] if k != "nodes" and any(r[k] != ranks[0][k] for r in ranks)}
+    maps = [_nodes(r) for r in ranks]
+    names = set().union(*maps)
+    nodes = {n for n in names if any(m.get(n) != maps[0].get(n) for m in maps)}
+    return fields, nodes
+
+
+def test_the_page_opens_at_the_violation_and_marks_where_ranks_differ(tmp_path):
+    write_counterexample(tmp_path / "cx.json", "variants/release-no-consensus", "rank_agreement")
+    trace = read_trace(tmp_path / "cx.json")
+    page = write(trace, tmp_path / "cx.html")
+    html_text = page.read_text()
+    assert "text-overflow: ellipsis" not in html_text  # action labels are never cut
+    last = len(trace.states) - 1
+    dom = dump_dom(page.as_uri())  # no #step: the page chooses
+    _check_step(dom, trace, last)
+    fields, nodes = _rank_differences(trace.states[last])
+    assert fields or nodes  # rank_agreement broke: the replicas differ somewhere
+    parsed = Elements()
+    parsed.feed(dom)
+    marked = {a["data-node"] for t, a in parsed.found if t == "g" and a.get("data-rankdiff") == "1"}
+    rows = {a["data-field"] for t, a in parsed.found if t == "tr" and "rankdiff" in a.get("class", "").split()}
+    assert marked == nodes and rows == fields
+    assert "ranks differ: " in dom
