@@ -9,7 +9,7 @@ from .driver import SpecDriver
 IMPLEMENTATIONS = {
     "spec": "the specification itself (with --variant: a mutant of it)",
     "reference": "tiercheck.impl, the torch-backed reference HiCache",
-    "sglang": "upstream SGLang 0.5.23 HiCache (needs the lane: scripts/setup_sglang_lane.sh)",
+    "sglang": "upstream SGLang HiCache, the release of the running lane (tiercheck lane setup sglang==X.Y.Z)",
 }
 BACKENDS = ("lockstep", "gloo")
 

@@ -1,10 +1,10 @@
-"""A conformance campaign against upstream SGLang 0.5.23: the stateful suite and the
+"""A conformance campaign against upstream SGLang (the lane's release): the stateful suite and the
 generated transition tours, over the models in models/library/sglang, with step counts,
 timings, disagreements (shrunk, written as replayable traces) and upstream path coverage.
 
-Run inside the SGLang lane (scripts/setup_sglang_lane.sh):
+Run inside an SGLang lane:
 
-    /work/sglang-lane/venv/bin/python -m tiercheck.conformance.sglang_campaign \\
+    $(tiercheck lane python sglang==0.5.23) -m tiercheck sglang campaign \\
         --examples 30 --steps 30 --json out.json
 
 Each run is ``MODEL`` (1 rank in-process) or ``MODEL@gloo`` (real gloo rank processes),
@@ -169,7 +169,7 @@ def coverage(model_ref, backend, reset=False):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="sglang_campaign", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="tiercheck sglang campaign", description=__doc__.splitlines()[0])
     p.add_argument("runs", nargs="*", default=list(DEFAULT_RUNS), help="MODEL[@gloo][!OPTION,...]")
     p.add_argument("--examples", type=int, default=30)
     p.add_argument("--steps", type=int, default=30)
@@ -188,7 +188,7 @@ def main(argv=None) -> int:
         actions = option_traces(*args.option_trace, args.out)
         print(f"{len(actions)} steps: {', '.join(map(str, actions))}")
         return 0
-    from tiercheck.conformance import sglang_paths
+    from tiercheck.conformance.sglang import paths as sglang_paths
 
     failed = 0
     for spec in args.runs:

@@ -45,7 +45,7 @@ class HeldEvent:
         return getattr(self.event, name)
 
 
-def hold_copy_acks(cc) -> None:
+def hold_copy_acks(cc, unmerged: bool = True) -> None:
     """Every D->H / H->D ack the controller queues from now on carries a HeldEvent, and
     every D->H backup is submitted as its own copy operation.
 
@@ -78,7 +78,9 @@ def hold_copy_acks(cc) -> None:
         kwargs["flush"] = True
         return write(*args, **kwargs)
 
-    cc.start_writing, cc.start_loading, cc.write = start_writing_held, start_loading_held, write_unmerged
+    cc.start_writing, cc.start_loading = start_writing_held, start_loading_held
+    if unmerged:  # releases whose write() defers submission to a flush
+        cc.write = write_unmerged
 
 
 def release_head(ack_queue) -> bool:
