@@ -38,6 +38,7 @@ class Counting:
         self.driver.apply(action)
         if "first_failure_at" not in self.stats:
             self.tally["steps"] += 1
+            self.tally["actions"][action.name] = self.tally["actions"].get(action.name, 0) + 1
             self.tally["step_seconds"] += time.monotonic() - t0
 
     def state(self):
@@ -61,7 +62,7 @@ def conform(model_ref, backend, examples, steps, seed, out_dir, without=()):
 
     cfg = model_file.load(model_ref).config
     spec_cfg = replace(cfg, **{o: False for o in without})
-    stats, tally = {}, {"steps": 0, "step_seconds": 0.0}
+    stats, tally = {}, {"steps": 0, "step_seconds": 0.0, "actions": {}}
     factory = lambda: Counting(SGLangDriver(cfg, backend=backend, spec_cfg=spec_cfg), tally, stats)  # noqa: E731
     t0 = time.monotonic()
     row = {"model": model_ref, "ranks": cfg.ranks, "backend": backend, "policy": cfg.policy,
@@ -80,6 +81,7 @@ def conform(model_ref, backend, examples, steps, seed, out_dir, without=()):
         row["examples_to_failure"] = stats.get("first_failure_examples")
     row["examples"] = stats.get("first_failure_examples", stats.get("examples", 0))
     row["steps"] = tally["steps"]
+    row["actions"] = action_coverage(cfg, tally["actions"])
     row["seconds"] = round(time.monotonic() - t0, 1)
     row["ms_per_step"] = round(1000 * tally["step_seconds"] / max(tally["steps"], 1), 1)
     return row
@@ -99,6 +101,7 @@ def tour(model_ref, backend, max_len=60):
     row = {"model": model_ref, "backend": backend, "traces": len(tr.traces),
            "transitions": [tr.transitions_covered, tr.transitions_total],
            "labels": [tr.labels_covered, tr.labels_total], "steps": 0, "disagreements": []}
+    taken = {}
     for k, t in enumerate(tr.traces):
         driver = SGLangDriver(cfg, backend=backend)
         try:
@@ -106,10 +109,20 @@ def tour(model_ref, backend, max_len=60):
         finally:
             driver.close()
         row["steps"] += out.steps
+        for a in t.actions[: out.steps]:
+            taken[a.name] = taken.get(a.name, 0) + 1
         if out.mismatch is not None:
             row["disagreements"].append({"trace": k, "step": out.mismatch.step, "message": out.mismatch.message})
+    row["actions"] = action_coverage(cfg, taken)
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
+
+
+def action_coverage(cfg, taken: dict) -> dict:
+    """Every action of the model's spec: how often the run applied it (0: never)."""
+    from tiercheck.spec.model import Model
+
+    return {name: taken.get(name, 0) for name in sorted(Model(cfg).action_names())}
 
 
 def option_traces(model_ref, option, out_dir):
@@ -215,8 +228,10 @@ def main(argv=None) -> int:
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(row, default=str) + "\n")
-        never = [name for name, n in per_rank[0].items() if not n]
-        print(f"# {spec}: upstream paths never reached on rank 0: {', '.join(never) or 'none'}", flush=True)
+        never = [name for name, n in per_rank[0].items() if n == 0]
+        absent = [name for name, n in per_rank[0].items() if n is None]
+        print(f"# {spec}: upstream paths never reached on rank 0: {', '.join(never) or 'none'}"
+              f"{'; not in this release: ' + ', '.join(absent) if absent else ''}", flush=True)
     return 1 if failed else 0
 
 

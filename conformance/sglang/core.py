@@ -34,9 +34,7 @@ FULL = None  # ComponentType.FULL, bound at build time (sglang imports are lazy)
 
 
 def full_component():
-    from sglang.srt.mem_cache.unified_cache.components.base import ComponentType
-
-    return ComponentType.FULL
+    return shims.component_type().FULL
 
 
 class SGLangRank:
@@ -72,13 +70,12 @@ class SGLangRank:
         from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
         from sglang.srt.mem_cache.cache_init_params import CacheInitParams
         from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
-        from sglang.srt.mem_cache.unified_cache.components.base import ComponentType
         from sglang.srt.mem_cache.unified_cache.unified_tree_core import UnifiedTreeNode
         from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
         from sglang.srt.runtime_context import get_parallel
         from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
 
-        FULL = ComponentType.FULL
+        FULL = full_component()
         cfg = self.cfg
         # Node ids come from a process-global counter and feed the reclaim digest; every
         # rank starts a cache where a fresh rank process would.
@@ -114,8 +111,8 @@ class SGLangRank:
         params = CacheInitParams(
             disable=False, req_to_token_pool=self.req_to_token_pool,
             token_to_kv_pool_allocator=self.allocator, page_size=1,
-            tp_cache_group=group, tree_components=(ComponentType.FULL,),
-            tree_core_backend="python",
+            tp_cache_group=group, tree_components=(FULL,),
+            **self.shim.python_tree_core(),
         )
         self.cache = UnifiedRadixCache(params=params)
         self.cache.init_hicache(args, params)

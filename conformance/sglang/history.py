@@ -201,6 +201,12 @@ def run(args) -> int:
             "budget": {"examples": args.examples, "steps": args.steps, "seed": args.seed, "runs": args.runs,
                        "tours": args.tours}}
     (work / "history.json").write_text(json.dumps(data, indent=1, default=str))
+    # What tests/sglang/test_lanes.py replays on each lane: trace -> release -> verdict.
+    expected = {t: {r: replays[r].get(t, {}).get("result") for r in replays} for t in traces}
+    summary = {"budget": data["budget"], "expected": expected,
+               "timing": {r["release"]: {k: r.get(k) for k in ("setup_seconds", "seconds", "skipped")}
+                          for r in results}}
+    (out / "history.json").write_text(json.dumps(summary, indent=1) + "\n")
     from .history_report import write_report
 
     write_report(data, out / "history.md")

@@ -114,7 +114,7 @@ def write_report(data: dict, path: Path) -> None:
             for t in g["traces"][:3]:
                 rel = Path(t)
                 release = rel.name.split("-", 1)[0]
-                shown = rel.relative_to(path.parent.parent.parent) if rel.is_absolute() else rel
+                shown = rel
                 gloo = " --backend gloo" if "@gloo" in g["run"] else ""
                 lines.append(f"- [{rel.name}](traces/history/{rel.name}): "
                              f"`$(tiercheck lane python sglang=={release}) -m tiercheck replay {shown} "

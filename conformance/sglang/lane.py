@@ -46,6 +46,9 @@ NO_DEPS = ("triton==3.8.0",)  # imported at top level by sglang, never used on C
 # Packages a release pins exactly (its Requires-Dist ==) that the lane installs at that pin,
 # shadowing the base's copy.
 LANE_PINNED = ("transformers", "openai")
+# ... and these without their dependencies (imported at module level by some releases'
+# function-call parsers; their own requirements would pull a CUDA stack).
+LANE_PINNED_NO_DEPS = ("xgrammar",)
 MARKER = "lane.json"
 
 
@@ -153,8 +156,8 @@ def ensure_base(root: Path, python: str, log) -> Path:
     return py
 
 
-def _release_pins(py: Path) -> list[str]:
-    """The exact pins the installed sglang declares for LANE_PINNED packages."""
+def _release_pins(py: Path, names) -> list[str]:
+    """The exact pins the installed sglang declares for these packages."""
     code = ("import importlib.metadata as m, re, json\n"
             "out = []\n"
             "for r in m.requires('sglang') or []:\n"
@@ -163,7 +166,7 @@ def _release_pins(py: Path) -> list[str]:
             "    if g: out.append([g.group(1).lower(), g.group(2)])\n"
             "print(json.dumps(out))")
     pins = json.loads(subprocess.run([str(py), "-c", code], check=True, capture_output=True, text=True).stdout)
-    return [f"{n}=={v}" for n, v in pins if n in LANE_PINNED]
+    return [f"{n}=={v}" for n, v in pins if n in names]
 
 
 def _installed_version(py: Path) -> str:
@@ -210,9 +213,13 @@ def setup(root: Path, version: str | None = None, source: str | None = None,
             _pip(py, "--no-deps", "--no-build-isolation", "-e", _source_package(Path(source).resolve()), log=log)
         else:
             _pip(py, "--no-deps", f"sglang=={version}", log=log)
-        pins = _release_pins(py)
-        if pins:
-            _pip(py, "--no-deps", *pins, log=log)
+        pins = _release_pins(py, LANE_PINNED)
+        if pins:  # with their own dependencies at the versions they need (e.g. tokenizers)
+            _pip(py, *pins, log=log)
+        bare = _release_pins(py, LANE_PINNED_NO_DEPS)
+        if bare:
+            _pip(py, "--no-deps", *bare, log=log)
+        pins += bare
         _pip(py, "--no-deps", "--no-build-isolation", "-e", tc_root, log=log)
         installed = _installed_version(py)
         from .shims import probe_command

@@ -24,6 +24,9 @@ def apply() -> list[str]:
     if APPLIED:
         return APPLIED
     os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "0")  # keep is_cpu() False: no AMX path
+    # Some releases JIT-compile a C++ page-hash extension under one shared name; releases
+    # differ in its source, so each lane keeps its own build (and no two lanes race on it).
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", os.path.join(sys.prefix, "torch_extensions"))
     import logging
 
     import torch

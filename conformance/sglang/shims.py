@@ -9,9 +9,9 @@ a silently different run.
 | shim | releases | differences from the next newer shape |
 |---|---|---|
 | ``Unified22`` | 0.5.22 - | (the core's own shape) ``path_device_indices`` |
-| ``Unified21`` | 0.5.21 | the match result carries ``device_indices`` |
-| ``Unified20`` | 0.5.20 | backups are submitted at insert (no ``flush_pending_backups``); no lock uuids on host locks |
-| ``Unified18`` | 0.5.18 - 0.5.19 | no ``match_full_device_prefix`` (the adapter reads the device prefix itself), older storage key helper |
+| ``Unified21`` | 0.5.21 | the match result carries ``device_indices``; a load-back's host lock sits on its anchor only (no lock uuid) |
+| ``Unified20`` | 0.5.20 | backups are submitted at insert (no ``flush_pending_backups``); the TreeCore backend is an environment variable |
+| ``Unified18`` | 0.5.18 - 0.5.19 | no ``match_full_device_prefix`` (the adapter reads the device prefix itself), ``get_hash_str`` for L3 keys, ComponentType in ``unified_cache.component_type`` |
 
 Releases before 0.5.18 (HiRadixCache, or a UnifiedRadixCache without the write_back
 duplicate reclaim and load-back pending marks) have no shim: ``select`` says why.
@@ -53,6 +53,10 @@ class Shim:
         f"{URC}.flush_pending_backups", f"{URC}.path_device_indices", f"{UTC}.match_full_device_prefix",
         "sglang.srt.mem_cache.utils:get_storage_hash_str",
     )
+
+    def python_tree_core(self) -> dict:
+        """CacheInitParams arguments choosing the Python TreeCore (the adapter drives it)."""
+        return {"tree_core_backend": "python"}
 
     def device_prefix_len(self, rank, key) -> int:
         """Tokens of ``key`` resident on device, read without changing the tree."""
@@ -104,10 +108,22 @@ class Unified21(Shim):
     def prefix_indices(self, rank, match):
         return match.device_indices
 
+    def anchor_holds(self, rank) -> dict:
+        """The host lock sits on the anchor node alone (a split leaves it on the lower half)."""
+        return {anchor: 1 for anchor in rank.cache.ongoing_load_back}
+
 
 class Unified20(Unified21):
     name, first = "Unified20", "0.5.20"
     REQUIRES = tuple(r for r in Unified21.REQUIRES if not r.endswith(".flush_pending_backups"))
+
+    def python_tree_core(self) -> dict:
+        # No tree_core_backend parameter yet: the backend is an environment variable whose
+        # default is the Python TreeCore; the adapter pins it.
+        import os
+
+        os.environ["SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND"] = "python"
+        return {}
 
     def flush_backups(self, rank) -> None:
         return None  # each backup is submitted by insert itself
@@ -115,9 +131,6 @@ class Unified20(Unified21):
     def write_is_merged(self) -> bool:
         return False
 
-    def anchor_holds(self, rank) -> dict:
-        """The host lock sits on the anchor node alone (a split leaves it on the lower half)."""
-        return {anchor: 1 for anchor in rank.cache.ongoing_load_back}
 
 
 class Unified18(Unified20):
@@ -150,6 +163,16 @@ def select(version: str) -> Shim:
         if v >= parse(first):
             raise UserError(f"sglang {version}: {why}")
     raise UserError(f"sglang {version}: older than every supported release")
+
+
+def component_type():
+    """ComponentType: in unified_cache.components.base from 0.5.20, component_type before."""
+    for module in ("sglang.srt.mem_cache.unified_cache.components.base",
+                   "sglang.srt.mem_cache.unified_cache.component_type"):
+        found = resolve(f"{module}:ComponentType")
+        if found is not None:
+            return found
+    raise UserError("this sglang has no unified_cache ComponentType (expected by every shim)")
 
 
 def resolve(name: str):
