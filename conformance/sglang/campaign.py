@@ -7,7 +7,8 @@ Run inside an SGLang lane:
     $(tiercheck lane python sglang==0.5.23) -m tiercheck sglang campaign \\
         --examples 30 --steps 30 --json out.json
 
-Each run is ``MODEL`` (1 rank in-process) or ``MODEL@gloo`` (real gloo rank processes),
+Each run is ``MODEL`` (1 rank in-process) or ``MODEL@gloo`` (real gloo rank processes;
+``MODEL:3@gloo`` overrides the model's rank count),
 optionally ``!OPTION[,OPTION]``: those spec options off on the spec side only, to show
 the SGLang behaviour each option models (the run should then disagree).
 """
@@ -60,7 +61,7 @@ def conform(model_ref, backend, examples, steps, seed, out_dir, without=()):
     from tiercheck.conformance.sglang import SGLangDriver
     from tiercheck.models import model_file
 
-    cfg = model_file.load(model_ref).config
+    cfg = load_config(model_ref)
     spec_cfg = replace(cfg, **{o: False for o in without})
     stats, tally = {}, {"steps": 0, "step_seconds": 0.0, "actions": {}}
     factory = lambda: Counting(SGLangDriver(cfg, backend=backend, spec_cfg=spec_cfg), tally, stats)  # noqa: E731
@@ -95,7 +96,7 @@ def tour(model_ref, backend, max_len=60):
     from tiercheck.models import model_file
     from tiercheck.spec.model import Model
 
-    cfg = model_file.load(model_ref).config
+    cfg = load_config(model_ref)
     t0 = time.monotonic()
     tr = build_tour(Model(cfg), max_len=max_len)
     row = {"model": model_ref, "backend": backend, "traces": len(tr.traces),
@@ -170,11 +171,22 @@ def option_traces(model_ref, option, out_dir):
     return actions
 
 
+def load_config(model_ref):
+    """A model's constants; ``MODEL:R`` runs it with R ranks (e.g. a 2-rank model on 3)."""
+    from dataclasses import replace
+
+    from tiercheck.models import model_file
+
+    name, _, ranks = model_ref.partition(":")
+    cfg = model_file.load(name).config
+    return replace(cfg, ranks=int(ranks)) if ranks else cfg
+
+
 def coverage(model_ref, backend, reset=False):
     from tiercheck.conformance.sglang import SGLangDriver
     from tiercheck.models import model_file
 
-    driver = SGLangDriver(model_file.load(model_ref).config, backend=backend)
+    driver = SGLangDriver(load_config(model_ref), backend=backend)
     try:
         return driver.path_counts(reset=reset)
     finally:

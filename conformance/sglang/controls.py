@@ -179,18 +179,20 @@ def node_path(node) -> tuple:
 
 
 @contextlib.contextmanager
-def one_victim(cache):
-    """The device eviction walk of one evict() call stops after its first victim."""
+def one_victim(cache, with_progress: bool = True):
+    """The device eviction walk of one evict() call stops after its first victim.
+    ``with_progress``: the walk step returns (node id, progress), else the node id."""
     walk = cache._evict_device_next_node
     taken = []
 
     def next_node(component_type, tracker):
         if taken:
-            return None, False
-        node_id, progress = walk(component_type, tracker)
+            return (None, False) if with_progress else None
+        out = walk(component_type, tracker)
+        node_id = out[0] if with_progress else out
         if node_id is not None:
             taken.append(node_id)
-        return node_id, progress
+        return out
 
     cache._evict_device_next_node = next_node
     try:

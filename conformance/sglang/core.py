@@ -118,7 +118,8 @@ class SGLangRank:
         self.cache.init_hicache(args, params)
         import atexit
 
-        atexit.unregister(self.cache.shutdown)
+        if hasattr(self.cache, "shutdown"):  # 0.5.19+ registers it at exit; the adapter closes itself
+            atexit.unregister(self.cache.shutdown)
         self.cc = self.cache.cache_controller
         self.core = self.cache.tree_core
         self.host_pool = self.cc.mem_pool_host
@@ -256,7 +257,8 @@ class SGLangRank:
             return  # not an evictable leaf on this replica
         self.order.target = x.id
         try:
-            with ctl.failing_host_alloc(self.cc, fail), ctl.one_victim(self.cache):
+            with ctl.failing_host_alloc(self.cc, fail), \
+                    ctl.one_victim(self.cache, self.shim.evict_walk_returns_progress):
                 self.cache.evict(EvictParams(num_tokens=len(x.key)))
         finally:
             self.order.target = None
@@ -317,11 +319,7 @@ class SGLangRank:
             for anchor in [a for a in self.load_spans if a not in self.cache.ongoing_load_back]:
                 del self.load_spans[anchor]
         elif storage:
-            n_hit, n_ack, n_backup, n_release = storage[:4]
-            self.cache._drain_storage_control_queues_impl(
-                n_storage_hit=n_hit, n_ack_prefetch=n_ack, n_backup=n_backup,
-                n_release=n_release, extra_release_counts=dict(zip(extra, storage[4:])),
-                log_metrics=False)
+            self.shim.drain_storage(self.cache, storage, extra)
             for op in [o for o in self.storage_spans if o not in self.cache.ongoing_backup]:
                 del self.storage_spans[op]
 

@@ -31,13 +31,15 @@ from .shims import select
 from .versions import parse
 
 # One budget for every release: the runs of campaign.DEFAULT_RUNS (1 rank in-process,
-# 2 and 3 gloo ranks) with the stateful suite, plus the transition tours of the 1-rank
-# models without storage (the storage tours hit 20,000 steps: too long for a nightly job).
+# 2 gloo ranks) and write_back on 3 gloo ranks with the stateful suite, plus the
+# transition tours of two 1-rank models without storage (the storage tours hit 20,000
+# steps: too long for a nightly job).
 HISTORY_RUNS = (
     "sglang/wt-1r", "sglang/wts-1r", "sglang/wt-storage-1r", "sglang/wb-1r", "sglang/wb-storage-1r",
     "sglang/wt-2r@gloo", "sglang/wt-storage-2r@gloo", "sglang/wb-2r@gloo", "sglang/wt-alloc-2r@gloo",
+    "sglang/wb-2r:3@gloo",
 )
-TOURS = ("sglang/wt-1r", "sglang/wts-1r", "sglang/wb-1r")
+TOURS = ("sglang/wt-1r", "sglang/wb-1r")
 
 
 def _status(release: str, root: Path, log) -> tuple[str, Path | None]:
@@ -129,7 +131,7 @@ def _collect_findings(results: list[dict], traces_dir: Path) -> list[dict]:
                 continue
             src = Path(row["trace"])
             digest = hashlib.sha256(src.read_bytes()).hexdigest()[:8]
-            run = row["model"].split("/")[-1] + ("@gloo" if row["backend"] == "gloo" else "")
+            run = row["model"].split("/")[-1].replace(":", "-r") + ("@gloo" if row["backend"] == "gloo" else "")
             dst = traces_dir / f"{res['release']}-{run}-{digest}.json"
             shutil.copyfile(src, dst)
             found.append({"release": res["release"], "run": run, "trace": str(dst), "message": row["message"],

@@ -11,7 +11,8 @@ a silently different run.
 | ``Unified22`` | 0.5.22 - | (the core's own shape) ``path_device_indices`` |
 | ``Unified21`` | 0.5.21 | the match result carries ``device_indices``; a load-back's host lock sits on its anchor only (no lock uuid) |
 | ``Unified20`` | 0.5.20 | backups are submitted at insert (no ``flush_pending_backups``); the TreeCore backend is an environment variable |
-| ``Unified18`` | 0.5.18 - 0.5.19 | no ``match_full_device_prefix`` (the adapter reads the device prefix itself), ``get_hash_str`` for L3 keys, ComponentType in ``unified_cache.component_type`` |
+| ``Unified19`` | 0.5.19 | no ``match_full_device_prefix`` (the adapter reads the device prefix itself), ``get_hash_str`` for L3 keys, ComponentType in ``unified_cache.component_type`` |
+| ``Unified18`` | 0.5.18 | the device eviction walk returns the node id alone (no progress flag); the fused round has no prefetch-ack queue size |
 
 Releases before 0.5.18 (HiRadixCache, or a UnifiedRadixCache without the write_back
 duplicate reclaim and load-back pending marks) have no shim: ``select`` says why.
@@ -71,6 +72,17 @@ class Shim:
     def write_is_merged(self) -> bool:
         """Whether HCC.write defers a backup until a flush (its ``flush`` argument)."""
         return True
+
+    # Whether URC._evict_device_next_node returns (node id, progress) or the node id alone.
+    evict_walk_returns_progress = True
+
+    def drain_storage(self, cache, sizes, extra_pools) -> None:
+        """The storage part of check_hicache_events with the fused round's queue sizes:
+        (storage hits, prefetch acks, backup acks, releases, *extra pools' releases)."""
+        n_hit, n_ack, n_backup, n_release = sizes[:4]
+        cache._drain_storage_control_queues_impl(
+            n_storage_hit=n_hit, n_ack_prefetch=n_ack, n_backup=n_backup, n_release=n_release,
+            extra_release_counts=dict(zip(extra_pools, sizes[4:])), log_metrics=False)
 
     hash_function = "get_storage_hash_str"
 
@@ -133,11 +145,12 @@ class Unified20(Unified21):
 
 
 
-class Unified18(Unified20):
-    name, first = "Unified18", "0.5.18"
+class Unified19(Unified20):
+    name, first = "Unified19", "0.5.19"
     REQUIRES = tuple(r for r in Unified20.REQUIRES
                      if not r.endswith((".match_full_device_prefix", ":get_storage_hash_str"))) + (
         "sglang.srt.mem_cache.utils:get_hash_str",)
+
 
     hash_function = "get_hash_str"
 
@@ -145,7 +158,19 @@ class Unified18(Unified20):
         return rank.device_prefix_walk(list(key.token_ids))
 
 
-SHIMS = (Shim(), Unified21(), Unified20(), Unified18())  # newest first
+class Unified18(Unified19):
+    name, first = "Unified18", "0.5.18"
+    evict_walk_returns_progress = False
+
+    def drain_storage(self, cache, sizes, extra_pools) -> None:
+        """No prefetch-ack queue in the round yet: (hits, backup acks, releases, *extra)."""
+        n_hit, n_backup, n_release = sizes[:3]
+        cache._drain_storage_control_queues_impl(
+            n_storage_hit=n_hit, n_backup=n_backup, n_release=n_release,
+            extra_release_counts=dict(zip(extra_pools, sizes[3:])), log_metrics=False)
+
+
+SHIMS = (Shim(), Unified21(), Unified20(), Unified19(), Unified18())  # newest first
 NO_SHIM = (
     ("0.5.17", "UnifiedRadixCache without the write_back duplicate reclaim and load-back pending marks "
                "(the spec's sglang models need both); no shim"),

@@ -34,7 +34,7 @@ def test_lane_spec():
 
 @pytest.mark.parametrize("version, shim", [
     ("0.5.23", "Unified22"), ("0.5.22", "Unified22"), ("0.5.21", "Unified21"), ("0.5.20", "Unified20"),
-    ("0.5.19", "Unified18"), ("0.5.18", "Unified18"), ("0.5.30", "Unified22"),
+    ("0.5.19", "Unified19"), ("0.5.18", "Unified18"), ("0.5.30", "Unified22"),
 ])
 def test_shim_selection(version, shim):
     assert shims.select(version).name == shim
