@@ -9,8 +9,10 @@ models, the stateful suite and the transition tours.
 
     tiercheck sglang history --examples 30 --steps 30 --out docs/findings
 
-writes ``history.md`` (release x finding) and the shrunk traces under ``traces/history/``;
-the raw campaign rows go to ``history/``.
+writes ``history.md`` (release x finding), ``history.json`` (the verdict of every trace
+on every release, which tests/sglang/test_lanes.py replays), ``history-campaign.jsonl``
+(every campaign row) and the shrunk traces under ``traces/history/``; logs and the raw
+rows go to ``--work``.
 """
 
 from __future__ import annotations
@@ -122,7 +124,8 @@ def _replay_on(py: Path, traces: list[str], log, timeout: float) -> list[dict]:
 
 
 def _collect_findings(results: list[dict], traces_dir: Path) -> list[dict]:
-    """Every shrunk disagreement, copied under traces_dir as <release>-<run>-<hash>.json."""
+    """Every shrunk disagreement, copied under traces_dir as <run>-<hash>.json (a trace
+    the campaign shrank to the same bytes on several releases is stored once)."""
     traces_dir.mkdir(parents=True, exist_ok=True)
     found = []
     for res in results:
@@ -132,8 +135,9 @@ def _collect_findings(results: list[dict], traces_dir: Path) -> list[dict]:
             src = Path(row["trace"])
             digest = hashlib.sha256(src.read_bytes()).hexdigest()[:8]
             run = row["model"].split("/")[-1].replace(":", "-r") + ("@gloo" if row["backend"] == "gloo" else "")
-            dst = traces_dir / f"{res['release']}-{run}-{digest}.json"
-            shutil.copyfile(src, dst)
+            dst = traces_dir / f"{run.replace('@', '-')}-{digest}.json"
+            if not dst.exists():
+                shutil.copyfile(src, dst)
             found.append({"release": res["release"], "run": run, "trace": str(dst), "message": row["message"],
                           "steps": row.get("steps_after_shrink"), "backend": row["backend"]})
         for row in res.get("rows", ()):
@@ -168,6 +172,8 @@ def add_arguments(p):
     p.add_argument("--out", default="docs/findings", help="history.md and traces/history/ go here")
     p.add_argument("--work", default=".tiercheck/history", help="raw campaign rows and logs")
     p.add_argument("--lanes-dir", help=f"lanes (default: ${lanes.ENV_VAR}, else the user cache)")
+    p.add_argument("--reuse", action="store_true",
+                   help="take the campaign rows of the last run (--work) and only redo findings, replays, report")
     p.add_argument("--replay-set", nargs="+", help=argparse.SUPPRESS)
 
 
@@ -178,7 +184,13 @@ def run(args) -> int:
     releases = sorted(args.releases, key=parse)
     results, pythons = [], {}
     with open(work / "history.log", "a") as log:
+        saved = {r["release"]: r for r in json.loads((work / "results.json").read_text())} if args.reuse else {}
         for release in releases:
+            if release in saved:  # --reuse: this release's campaign rows from the last run
+                results.append(saved[release])
+                if "skipped" not in saved[release]:
+                    pythons[release] = lanes.python_of(root, release)
+                continue
             t0 = time.monotonic()
             status, py = _status(release, root, log)
             setup_s = round(time.monotonic() - t0, 1)
@@ -194,7 +206,7 @@ def run(args) -> int:
             print(f"{release}: {len(res['rows'])} runs, {bad} disagree, {res['seconds']} s", flush=True)
             (work / "results.json").write_text(json.dumps(results, indent=1, default=str))
         findings = _collect_findings(results, out / "traces" / "history")
-        traces = [f["trace"] for f in findings if f["trace"]]
+        traces = list(dict.fromkeys(f["trace"] for f in findings if f["trace"]))
         replays = {}
         if traces:
             for release, py in pythons.items():
@@ -209,6 +221,11 @@ def run(args) -> int:
                "timing": {r["release"]: {k: r.get(k) for k in ("setup_seconds", "seconds", "skipped")}
                           for r in results}}
     (out / "history.json").write_text(json.dumps(summary, indent=1) + "\n")
+    with open(out / "history-campaign.jsonl", "w") as fh:  # every campaign row, by release
+        for r in results:
+            for row in r.get("rows", ()):
+                fh.write(json.dumps({"release": r["release"], **{k: v for k, v in row.items() if k != "trace"}},
+                                    default=str) + "\n")
     from .history_report import write_report
 
     write_report(data, out / "history.md")

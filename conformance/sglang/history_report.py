@@ -13,14 +13,28 @@ Each cell says what the finding's trace does on that release:
   driven on it.
 
 The upstream column comes from ``upstream.toml`` next to history.md: written after the
-campaign (the campaign never reads it), one table per finding id with ``pr``, ``fixed_in``
-and ``note``.
+campaign (the campaign never reads it), one table per upstream bug with ``pr``,
+``fixed_in`` and ``note``, and ``[alias]`` mapping finding ids to them.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
+
+# Why a spec action can stay untaken on every release (docs/sglang.md, "Not driven").
+NOT_DRIVEN = {
+    "prefetch_from_storage": "prefetch is not driven by the adapter",
+    "prefetch_io": "prefetch is not driven by the adapter",
+    "check_prefetch_progress": "prefetch is not driven by the adapter",
+    "local_access": "the CP planner is not part of HiCache",
+}
+
+
+def _anchor(text: str) -> str:
+    """GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^a-z0-9 _-]", "", text.lower()).replace(" ", "-")
 
 
 def _cell(finding, release, replays, found_on, skipped):
@@ -64,6 +78,8 @@ def write_report(data: dict, path: Path) -> None:
     replays = data["replays"]
     upstream_file = path.parent / "upstream.toml"
     upstream = tomllib.loads(upstream_file.read_text()) if upstream_file.exists() else {}
+    for fid, target in upstream.pop("alias", {}).items():
+        upstream[fid] = dict(upstream.get(target, {}), name=target)
     groups = group(data["findings"], replays, ran)
     b = data["budget"]
     lines = [
@@ -90,6 +106,33 @@ def write_report(data: dict, path: Path) -> None:
         bad = sum(x.get("result") == "disagrees" or bool(x.get("disagreements")) for x in r["rows"])
         lines.append(f"| {r['release']} | ran | {r.get('setup_seconds', '')} | {r['seconds']} | "
                      f"{len(r['rows'])} | {bad} |")
+    lines += ["", "## Runs x releases", "",
+              "Stateful runs: result (steps applied before the first disagreement, or in all);"
+              " tours: disagreeing traces / traces.", ""]
+    by_run: dict = {}
+    for r in results:
+        for row in r.get("rows", ()):
+            name = f"{row['kind']} `{row['model']}{'@gloo' if row['backend'] == 'gloo' else ''}`"
+            if row["kind"] == "conform":
+                cell = f"{row['result']} ({row['steps']})"
+            else:
+                cell = f"{len(row['disagreements'])}/{row['traces']} disagree"
+            by_run.setdefault(name, {})[r["release"]] = cell
+    lines.append("| run | " + " | ".join(ran) + " |")
+    lines.append("|---|" + "---|" * len(ran))
+    for name, cells in by_run.items():
+        lines.append(f"| {name} | " + " | ".join(cells.get(r, "-") for r in ran) + " |")
+    lines += ["", "Spec actions never taken on a release (all runs together), and why:", ""]
+    for r in results:
+        if "skipped" in r:
+            continue
+        taken: dict = {}
+        for row in r["rows"]:
+            for name, n in (row.get("actions") or {}).items():
+                taken[name] = taken.get(name, 0) + n
+        never = [n for n, k in sorted(taken.items()) if not k]
+        why = [f"`{n}` ({NOT_DRIVEN.get(n, 'not reached within the budget')})" for n in never]
+        lines.append(f"- {r['release']}: {', '.join(why) if why else 'none'}")
     lines += ["", "## Findings x releases", ""]
     if not groups:
         lines.append("No run disagreed on any release.")
@@ -98,11 +141,11 @@ def write_report(data: dict, path: Path) -> None:
         lines.append("|---|---|" + "---|" * len(ran) + "---|")
         for g in groups:
             up = upstream.get(g["id"], {})
-            fix = up.get("pr", "")
+            fix = (f"{up['name']}: " if up.get("name") else "") + up.get("pr", "")
             if up.get("fixed_in"):
                 fix += f" (first in {up['fixed_in']})"
             cells = [_cell(g, r, replays, set(g["found_on"]), skipped) for r in ran]
-            lines.append(f"| [{g['id']}](#{g['id']}) | `{g['run']}` | " + " | ".join(cells) + f" | {fix} |")
+            lines.append(f"| [{g['id']}](#{_anchor(g['id'])}) | `{g['run']}` | " + " | ".join(cells) + f" | {fix} |")
         lines += ["", "## Each finding", ""]
         for g in groups:
             up = upstream.get(g["id"], {})
@@ -111,14 +154,17 @@ def write_report(data: dict, path: Path) -> None:
             lines.append("")
             if up.get("note"):
                 lines += [up["note"].strip(), ""]
-            for t in g["traces"][:3]:
+            gloo = " --backend gloo" if "@gloo" in g["run"] else ""
+            for t in dict.fromkeys(g["traces"]):
                 rel = Path(t)
-                release = rel.name.split("-", 1)[0]
-                shown = rel
-                gloo = " --backend gloo" if "@gloo" in g["run"] else ""
-                lines.append(f"- [{rel.name}](traces/history/{rel.name}): "
-                             f"`$(tiercheck lane python sglang=={release}) -m tiercheck replay {shown} "
+                clean = [r for r in ran if replays.get(r, {}).get(t, {}).get("result") == "agrees"]
+                lines.append(f"- [{rel.name}](traces/history/{rel.name}) ({g['steps'][0]} steps). "
+                             f"On {g['found_on'][0]} it disagrees (exit 1): "
+                             f"`$(tiercheck lane python sglang=={g['found_on'][0]}) -m tiercheck replay {rel} "
                              f"--impl sglang{gloo}`")
+                if clean:
+                    lines.append(f"  On {clean[0]} SGLang agrees with the spec (exit 0): the same command "
+                                 f"with `sglang=={clean[0]}`.")
             lines.append("")
     extra = path.parent / "history-notes.md"
     if extra.exists():
