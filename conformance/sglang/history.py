@@ -186,7 +186,7 @@ def run(args) -> int:
     with open(work / "history.log", "a") as log:
         saved = {r["release"]: r for r in json.loads((work / "results.json").read_text())} if args.reuse else {}
         for release in releases:
-            if release in saved:  # --reuse: this release's campaign rows from the last run
+            if "rows" in saved.get(release, {}):  # --reuse: this release's campaign rows from the last run
                 results.append(saved[release])
                 if "skipped" not in saved[release]:
                     pythons[release] = lanes.python_of(root, release)

@@ -174,6 +174,8 @@ SHIMS = (Shim(), Unified21(), Unified20(), Unified19(), Unified18())  # newest f
 NO_SHIM = (
     ("0.5.17", "UnifiedRadixCache without the write_back duplicate reclaim and load-back pending marks "
                "(the spec's sglang models need both); no shim"),
+    ("0.5.12.post1", "HiCache is HiRadixCache by default, and the opt-in UnifiedRadixCache has object nodes "
+                     "(before the TreeCore): no adapter core for either yet"),
     ("0.0.0", "HiCache is HiRadixCache (sglang.srt.mem_cache.hiradix_cache): no adapter core for it yet"),
 )
 

@@ -41,7 +41,8 @@ def test_shim_selection(version, shim):
 
 
 @pytest.mark.parametrize("version, why", [
-    ("0.5.17", "duplicate reclaim"), ("0.5.12.post1", "HiRadixCache"), ("0.5.10", "HiRadixCache"),
+    ("0.5.17", "duplicate reclaim"), ("0.5.14", "object nodes"), ("0.5.12.post1", "object nodes"),
+    ("0.5.12", "HiRadixCache"), ("0.5.10", "HiRadixCache"),
 ])
 def test_no_shim_says_why(version, why):
     with pytest.raises(UserError, match=why):
