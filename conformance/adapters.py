@@ -139,7 +139,7 @@ def reference(cfg, variants=frozenset(), backend="lockstep", timeout=None, drive
 
 
 def sglang(cfg, variants=frozenset(), backend="lockstep"):
-    """upstream SGLang 0.5.23 HiCache (needs the lane: scripts/setup_sglang_lane.sh)"""
+    """upstream SGLang HiCache, the release of the running lane (tiercheck lane setup sglang==X.Y.Z)"""
     from .sglang import SGLangDriver
 
     return SGLangDriver(cfg, backend=backend)

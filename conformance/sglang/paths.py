@@ -1,4 +1,4 @@
-"""Path coverage of upstream SGLang 0.5.23 HiCache: which protocol code paths a run reached.
+"""Path coverage of upstream SGLang HiCache: which protocol code paths a run reached.
 
 A conformance run that finds nothing is only evidence if it exercised the code. Each entry
 below names one upstream function (module, class, method) that carries one protocol path
@@ -51,6 +51,7 @@ OUTCOMES = {
 
 _COUNTS: dict = {}
 _INSTALLED: list = []
+_ABSENT: list = []  # paths this release does not have (reported as None, never as 0)
 
 
 def install() -> None:
@@ -64,7 +65,8 @@ def install() -> None:
         cls = getattr(importlib.import_module(mod), cls_name)
         orig = getattr(cls, method, None)
         if orig is None:
-            continue  # not in this build: reported as never reached
+            _ABSENT.append(name)
+            continue
 
         outcomes = [(o, pred) for o, (base, pred, _) in OUTCOMES.items() if base == name]
 
@@ -82,7 +84,8 @@ def install() -> None:
 
 def counts() -> dict:
     names = [name for name, *_ in PATHS] + list(OUTCOMES)
-    return {name: _COUNTS.get(name, 0) for name in names}
+    absent = set(_ABSENT) | {o for o, (base, *_r) in OUTCOMES.items() if base in _ABSENT}
+    return {name: None if name in absent else _COUNTS.get(name, 0) for name in names}
 
 
 def describe(name: str) -> str:

@@ -1,6 +1,6 @@
-"""Runtime patches that let upstream SGLang 0.5.23 HiCache run on a CPU-only torch.
+"""Runtime patches that let upstream SGLang HiCache (0.5.18 onwards) run on a CPU-only torch.
 
-Imported only inside the SGLang lane (scripts/setup_sglang_lane.sh builds its venv);
+Imported only inside an SGLang lane (`tiercheck lane setup` builds it);
 nothing here changes HiCache's protocol logic. Each patch replaces a device-specific
 primitive SGLang has no CPU path for. ``apply()`` is idempotent and must run before the
 first sglang module that reads a patched name is imported by the adapter.
@@ -14,12 +14,19 @@ import types
 import unittest
 
 APPLIED: list[str] = []
+USERS_OF_MHA_HOST_POOL_CLS = (
+    "sglang.srt.mem_cache.hybrid_cache.hybrid_pool_assembler",
+    "sglang.srt.mem_cache.kv_cache_builder",
+)
 
 
 def apply() -> list[str]:
     if APPLIED:
         return APPLIED
     os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "0")  # keep is_cpu() False: no AMX path
+    # Some releases JIT-compile a C++ page-hash extension under one shared name; releases
+    # differ in its source, so each lane keeps its own build (and no two lanes race on it).
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", os.path.join(sys.prefix, "torch_extensions"))
     import logging
 
     import torch
@@ -69,10 +76,13 @@ def apply() -> list[str]:
         torch.cpu.Stream.synchronize = lambda self: None
         APPLIED.append("torch.cpu.Stream.synchronize = no-op")
 
-    # The MHA host pool asks for pinned memory, which a CPU-only torch refuses.
-    import sglang.srt.mem_cache.hybrid_cache.hybrid_pool_assembler as assembler
+    # The MHA host pool asks for pinned memory, which a CPU-only torch refuses. Every
+    # module that imported the pool-class chooser gets the wrapped one (which modules
+    # those are differs between releases).
+    import importlib
+    import importlib.util
 
-    orig_cls = assembler.get_mha_host_pool_cls
+    orig_cls = ph_mha.get_mha_host_pool_cls
 
     def get_mha_host_pool_cls(device_pool):
         cls = orig_cls(device_pool)
@@ -83,7 +93,11 @@ def apply() -> list[str]:
 
         return build
 
-    assembler.get_mha_host_pool_cls = get_mha_host_pool_cls
-    APPLIED.append("MHA host pool built with pin_memory=False")
+    for name in USERS_OF_MHA_HOST_POOL_CLS:
+        if importlib.util.find_spec(name) is not None:
+            mod = importlib.import_module(name)
+            if getattr(mod, "get_mha_host_pool_cls", None) is orig_cls:
+                mod.get_mha_host_pool_cls = get_mha_host_pool_cls
+                APPLIED.append(f"{name}: MHA host pool built with pin_memory=False")
 
     return APPLIED

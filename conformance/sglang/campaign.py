@@ -1,13 +1,14 @@
-"""A conformance campaign against upstream SGLang 0.5.23: the stateful suite and the
+"""A conformance campaign against upstream SGLang (the lane's release): the stateful suite and the
 generated transition tours, over the models in models/library/sglang, with step counts,
 timings, disagreements (shrunk, written as replayable traces) and upstream path coverage.
 
-Run inside the SGLang lane (scripts/setup_sglang_lane.sh):
+Run inside an SGLang lane:
 
-    /work/sglang-lane/venv/bin/python -m tiercheck.conformance.sglang_campaign \\
+    $(tiercheck lane python sglang==0.5.23) -m tiercheck sglang campaign \\
         --examples 30 --steps 30 --json out.json
 
-Each run is ``MODEL`` (1 rank in-process) or ``MODEL@gloo`` (real gloo rank processes),
+Each run is ``MODEL`` (1 rank in-process) or ``MODEL@gloo`` (real gloo rank processes;
+``MODEL:3@gloo`` overrides the model's rank count),
 optionally ``!OPTION[,OPTION]``: those spec options off on the spec side only, to show
 the SGLang behaviour each option models (the run should then disagree).
 """
@@ -38,6 +39,7 @@ class Counting:
         self.driver.apply(action)
         if "first_failure_at" not in self.stats:
             self.tally["steps"] += 1
+            self.tally["actions"][action.name] = self.tally["actions"].get(action.name, 0) + 1
             self.tally["step_seconds"] += time.monotonic() - t0
 
     def state(self):
@@ -59,9 +61,9 @@ def conform(model_ref, backend, examples, steps, seed, out_dir, without=()):
     from tiercheck.conformance.sglang import SGLangDriver
     from tiercheck.models import model_file
 
-    cfg = model_file.load(model_ref).config
+    cfg = load_config(model_ref)
     spec_cfg = replace(cfg, **{o: False for o in without})
-    stats, tally = {}, {"steps": 0, "step_seconds": 0.0}
+    stats, tally = {}, {"steps": 0, "step_seconds": 0.0, "actions": {}}
     factory = lambda: Counting(SGLangDriver(cfg, backend=backend, spec_cfg=spec_cfg), tally, stats)  # noqa: E731
     t0 = time.monotonic()
     row = {"model": model_ref, "ranks": cfg.ranks, "backend": backend, "policy": cfg.policy,
@@ -80,6 +82,7 @@ def conform(model_ref, backend, examples, steps, seed, out_dir, without=()):
         row["examples_to_failure"] = stats.get("first_failure_examples")
     row["examples"] = stats.get("first_failure_examples", stats.get("examples", 0))
     row["steps"] = tally["steps"]
+    row["actions"] = action_coverage(cfg, tally["actions"])
     row["seconds"] = round(time.monotonic() - t0, 1)
     row["ms_per_step"] = round(1000 * tally["step_seconds"] / max(tally["steps"], 1), 1)
     return row
@@ -93,12 +96,13 @@ def tour(model_ref, backend, max_len=60):
     from tiercheck.models import model_file
     from tiercheck.spec.model import Model
 
-    cfg = model_file.load(model_ref).config
+    cfg = load_config(model_ref)
     t0 = time.monotonic()
     tr = build_tour(Model(cfg), max_len=max_len)
     row = {"model": model_ref, "backend": backend, "traces": len(tr.traces),
            "transitions": [tr.transitions_covered, tr.transitions_total],
            "labels": [tr.labels_covered, tr.labels_total], "steps": 0, "disagreements": []}
+    taken = {}
     for k, t in enumerate(tr.traces):
         driver = SGLangDriver(cfg, backend=backend)
         try:
@@ -106,10 +110,20 @@ def tour(model_ref, backend, max_len=60):
         finally:
             driver.close()
         row["steps"] += out.steps
+        for a in t.actions[: out.steps]:
+            taken[a.name] = taken.get(a.name, 0) + 1
         if out.mismatch is not None:
             row["disagreements"].append({"trace": k, "step": out.mismatch.step, "message": out.mismatch.message})
+    row["actions"] = action_coverage(cfg, taken)
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
+
+
+def action_coverage(cfg, taken: dict) -> dict:
+    """Every action of the model's spec: how often the run applied it (0: never)."""
+    from tiercheck.spec.model import Model
+
+    return {name: taken.get(name, 0) for name in sorted(Model(cfg).action_names())}
 
 
 def option_traces(model_ref, option, out_dir):
@@ -157,11 +171,22 @@ def option_traces(model_ref, option, out_dir):
     return actions
 
 
+def load_config(model_ref):
+    """A model's constants; ``MODEL:R`` runs it with R ranks (e.g. a 2-rank model on 3)."""
+    from dataclasses import replace
+
+    from tiercheck.models import model_file
+
+    name, _, ranks = model_ref.partition(":")
+    cfg = model_file.load(name).config
+    return replace(cfg, ranks=int(ranks)) if ranks else cfg
+
+
 def coverage(model_ref, backend, reset=False):
     from tiercheck.conformance.sglang import SGLangDriver
     from tiercheck.models import model_file
 
-    driver = SGLangDriver(model_file.load(model_ref).config, backend=backend)
+    driver = SGLangDriver(load_config(model_ref), backend=backend)
     try:
         return driver.path_counts(reset=reset)
     finally:
@@ -169,7 +194,7 @@ def coverage(model_ref, backend, reset=False):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="sglang_campaign", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="tiercheck sglang campaign", description=__doc__.splitlines()[0])
     p.add_argument("runs", nargs="*", default=list(DEFAULT_RUNS), help="MODEL[@gloo][!OPTION,...]")
     p.add_argument("--examples", type=int, default=30)
     p.add_argument("--steps", type=int, default=30)
@@ -188,7 +213,7 @@ def main(argv=None) -> int:
         actions = option_traces(*args.option_trace, args.out)
         print(f"{len(actions)} steps: {', '.join(map(str, actions))}")
         return 0
-    from tiercheck.conformance import sglang_paths
+    from tiercheck.conformance.sglang import paths as sglang_paths
 
     failed = 0
     for spec in args.runs:
@@ -215,8 +240,10 @@ def main(argv=None) -> int:
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(row, default=str) + "\n")
-        never = [name for name, n in per_rank[0].items() if not n]
-        print(f"# {spec}: upstream paths never reached on rank 0: {', '.join(never) or 'none'}", flush=True)
+        never = [name for name, n in per_rank[0].items() if n == 0]
+        absent = [name for name, n in per_rank[0].items() if n is None]
+        print(f"# {spec}: upstream paths never reached on rank 0: {', '.join(never) or 'none'}"
+              f"{'; not in this release: ' + ', '.join(absent) if absent else ''}", flush=True)
     return 1 if failed else 0
 
 

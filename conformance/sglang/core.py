@@ -1,9 +1,10 @@
-"""One TP rank of upstream SGLang 0.5.23 HiCache, driven by spec actions.
+"""One TP rank of upstream SGLang HiCache (0.5.18 onwards), driven by spec actions.
 
 Builds a ``UnifiedRadixCache`` with ``init_hicache`` (Python TreeCore, FULL component
 only, page size 1 so that a spec page is one token) from a model's constants, performs
 one spec action at a time through the cache's own methods, and reports the cache as the
-plain-data snapshot of docs/plugging-in.md. Only imported inside the SGLang lane.
+plain-data snapshot of docs/plugging-in.md. Only imported inside an SGLang lane. The
+calls whose shape changed between releases go through ``self.shim`` (shims.py).
 
 What the adapter does as the *scheduler* (SGLang leaves it to its caller):
 * insert: match the request, allocate device slots for what is not on device (a step
@@ -26,16 +27,20 @@ from array import array
 
 import torch
 
-from . import sglang_controls as ctl
-from . import sglang_patches, sglang_paths
+from . import controls as ctl
+from . import paths, shims
 
 FULL = None  # ComponentType.FULL, bound at build time (sglang imports are lazy)
 
 
+def full_component():
+    return shims.component_type().FULL
+
+
 class SGLangRank:
     def __init__(self, cfg, rank: int = 0, world: int = 1, group=None, storage_dir=None):
-        sglang_patches.apply()
-        sglang_paths.install()
+        self.version, self.shim = shims.installed()
+        paths.install()
         from tiercheck.spec.model import Model
 
         self.cfg = cfg
@@ -65,13 +70,12 @@ class SGLangRank:
         from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
         from sglang.srt.mem_cache.cache_init_params import CacheInitParams
         from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
-        from sglang.srt.mem_cache.unified_cache.components.base import ComponentType
         from sglang.srt.mem_cache.unified_cache.unified_tree_core import UnifiedTreeNode
         from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
         from sglang.srt.runtime_context import get_parallel
         from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
 
-        FULL = ComponentType.FULL
+        FULL = full_component()
         cfg = self.cfg
         # Node ids come from a process-global counter and feed the reclaim digest; every
         # rank starts a cache where a fresh rank process would.
@@ -107,14 +111,15 @@ class SGLangRank:
         params = CacheInitParams(
             disable=False, req_to_token_pool=self.req_to_token_pool,
             token_to_kv_pool_allocator=self.allocator, page_size=1,
-            tp_cache_group=group, tree_components=(ComponentType.FULL,),
-            tree_core_backend="python",
+            tp_cache_group=group, tree_components=(FULL,),
+            **self.shim.python_tree_core(),
         )
         self.cache = UnifiedRadixCache(params=params)
         self.cache.init_hicache(args, params)
         import atexit
 
-        atexit.unregister(self.cache.shutdown)
+        if hasattr(self.cache, "shutdown"):  # 0.5.19+ registers it at exit; the adapter closes itself
+            atexit.unregister(self.cache.shutdown)
         self.cc = self.cache.cache_controller
         self.core = self.cache.tree_core
         self.host_pool = self.cc.mem_pool_host
@@ -125,21 +130,18 @@ class SGLangRank:
         self.cache.load_back_threshold = cfg.load_back_threshold
         self.order = ctl.PathOrder()
         self.core.eviction_strategy = self.order
-        ctl.hold_copy_acks(self.cc)
+        ctl.hold_copy_acks(self.cc, unmerged=self.shim.write_is_merged())
         self.gate = ctl.StorageGate(self.cc) if cfg.storage else None
         if cfg.storage:
             self._page_keys()
 
     def _page_keys(self):
         """Each model page's L3 key: SGLang's chained page hash of its token path."""
-        from sglang.srt.mem_cache.radix_cache import RadixKey
-        from sglang.srt.mem_cache.utils import get_storage_hash_str
-
         pages = self.model.pages
         self.key_of, self.path_of_key = {}, {}
         for p, path in enumerate(pages.paths):
             parent = self.key_of.get(path[:-1])
-            key = get_storage_hash_str(RadixKey(array("q", path[-1:])), parent, page_size=1)[0]
+            key = self.shim.storage_key(path[-1:], parent)
             self.key_of[path] = key
             self.path_of_key[key] = path
 
@@ -171,10 +173,10 @@ class SGLangRank:
             self._exit.close()
 
     def path_counts(self, reset: bool = False) -> dict:
-        """Upstream protocol paths reached in this process so far (sglang_paths)."""
-        out = sglang_paths.counts()
+        """Upstream protocol paths reached in this process so far (conformance.sglang.paths)."""
+        out = paths.counts()
         if reset:
-            sglang_paths.reset()
+            paths.reset()
         return out
 
     # -- tree lookups -----------------------------------------------------------------
@@ -190,6 +192,24 @@ class SGLangRank:
                 out.append((child, end, path + key[:1]))
                 stack.append((child, end))
         return out
+
+    def device_prefix_walk(self, tokens) -> int:
+        """Tokens of ``tokens`` whose node is device-resident, walking the tree without
+        touching it (what match_full_device_prefix reads on releases that have it)."""
+        node, i = self.core.root_node, 0
+        while i < len(tokens):
+            child = next((c for c in node.children.values() if c.key.token_ids[0] == tokens[i]), None)
+            if child is None or child.component_data[FULL].value is None:
+                break
+            key = list(child.key.token_ids)
+            n = 0
+            while n < len(key) and i + n < len(tokens) and key[n] == tokens[i + n]:
+                n += 1
+            i += n
+            if n < len(key):
+                break
+            node = child
+        return i
 
     def node_at(self, end_path):
         for node, end, _ in self.nodes():
@@ -208,19 +228,19 @@ class SGLangRank:
 
         tokens = list(tokens)
         key = RadixKey(array("q", tokens))
-        on_device, _, _ = self.core.match_full_device_prefix(key)  # read-only
+        on_device = self.shim.device_prefix_len(self, key)  # read-only
         need = len(tokens) - on_device
         if need > self.allocator.available_size():
             return  # no room: the scheduler would evict first (separate steps)
         with ctl.failing_host_alloc(self.cc, fail):
             m = self.cache.match_prefix(MatchPrefixParams(key=key))
-            prefix = self.cache.path_device_indices(m.last_device_node).to(torch.int64)
+            prefix = self.shim.prefix_indices(self, m).to(torch.int64)
             assert len(prefix) == on_device, (len(prefix), on_device)
             fresh = self.allocator.alloc(need) if need else prefix[:0]
             self._write_kv(fresh, [tuple(tokens[: on_device + i + 1]) for i in range(need)])
             value = torch.cat([prefix, fresh])
             self.cache.insert(InsertParams(key=key, value=value, prev_prefix_len=len(prefix)))
-            self.cache.flush_pending_backups()
+            self.shim.flush_backups(self)
 
     # A completion with nothing in flight is a no-op (the spec's guard probes step it).
     def do_write_dma_done(self, fail=False):
@@ -237,7 +257,8 @@ class SGLangRank:
             return  # not an evictable leaf on this replica
         self.order.target = x.id
         try:
-            with ctl.failing_host_alloc(self.cc, fail), ctl.one_victim(self.cache):
+            with ctl.failing_host_alloc(self.cc, fail), \
+                    ctl.one_victim(self.cache, self.shim.evict_walk_returns_progress):
                 self.cache.evict(EvictParams(num_tokens=len(x.key)))
         finally:
             self.order.target = None
@@ -298,11 +319,7 @@ class SGLangRank:
             for anchor in [a for a in self.load_spans if a not in self.cache.ongoing_load_back]:
                 del self.load_spans[anchor]
         elif storage:
-            n_hit, n_ack, n_backup, n_release = storage[:4]
-            self.cache._drain_storage_control_queues_impl(
-                n_storage_hit=n_hit, n_ack_prefetch=n_ack, n_backup=n_backup,
-                n_release=n_release, extra_release_counts=dict(zip(extra, storage[4:])),
-                log_metrics=False)
+            self.shim.drain_storage(self.cache, storage, extra)
             for op in [o for o in self.storage_spans if o not in self.cache.ongoing_backup]:
                 del self.storage_spans[op]
 
@@ -350,16 +367,7 @@ class SGLangRank:
         the snapshot leaves it out of host_ref (it changes no decision: every check that
         reads host_lock_ref also finds the node locked or not evicted while it is held).
         """
-        holds = {}
-        for anchor, (_node, _lock, host_params) in self.cache.ongoing_load_back.items():
-            uuid = host_params.get_lock_uuid(FULL, lock_host=True)
-            x = self.core.node_by_id(anchor)
-            while x is not None:
-                holds[x.id] = holds.get(x.id, 0) + 1
-                if x.component_data[FULL].metadata.get("host_uuid") == uuid:
-                    break
-                x = x.parent
-        return holds
+        return self.shim.anchor_holds(self)
 
     def snapshot(self) -> dict:
         """The snapshot of docs/plugging-in.md, read from SGLang's own state:

@@ -1,4 +1,4 @@
-"""The conformance adapter for upstream SGLang 0.5.23 HiCache (UnifiedRadixCache.init_hicache).
+"""The conformance driver for upstream SGLang HiCache (UnifiedRadixCache.init_hicache).
 
 One rank runs in this process ("lockstep"); TP ranks run as real torch.distributed gloo
 processes ("gloo"), each a command loop around one ``SGLangRank``, with the cache's own
@@ -26,26 +26,30 @@ from tiercheck.errors import UserError
 from tiercheck.spec.action import LOCAL
 from tiercheck.spec.model import Model
 
-from .refinement import refine
+from ..refinement import refine
 
-SETUP = "scripts/setup_sglang_lane.sh, then run tiercheck with /work/sglang-lane/venv/bin/python"
 UNSUPPORTED = {
-    "prefetch": "0.5.23 prefetch (slots taken at hit time, background hit/ack collectives) is not mapped",
-    "mirror_release": "0.5.23 has no mirror release (PR #33862 is not merged)",
+    "prefetch": "prefetch (host slots taken at hit time, background hit/ack collectives) is not mapped",
+    "mirror_release": "no supported release has mirror release (PR #33862 is not merged)",
     "single_writer": "the lane builds an MHA cache (no MLA single writer)",
     "cp_planner": "the CP load-back planner is not part of HiCache's UnifiedRadixCache",
 }
 
 
-def require_lane() -> None:
-    try:
-        import importlib.metadata as md
+def require_lane() -> str:
+    """The installed release, if a shim drives it (no sglang import: that happens in the
+    rank, after the fork point)."""
+    import importlib.metadata as md
 
+    from .shims import installed, select
+
+    try:
         version = md.version("sglang")
-    except Exception:  # noqa: BLE001 -- missing package or metadata
-        raise UserError(f"--impl sglang needs the SGLang 0.5.23 lane: {SETUP}") from None
-    if version != "0.5.23":
-        raise UserError(f"--impl sglang drives SGLang 0.5.23, this Python has {version} ({SETUP})")
+    except md.PackageNotFoundError:
+        installed()  # raises the one-line "needs a lane" error
+        raise
+    select(version)
+    return version
 
 
 def check_supported(cfg) -> None:
@@ -53,7 +57,7 @@ def check_supported(cfg) -> None:
         if getattr(cfg, flag):
             raise UserError(f"--impl sglang: model has {flag} = true, which the adapter cannot drive: {why}")
     if cfg.policy == "write_back" and not cfg.duplicate_reclaim:
-        raise UserError("--impl sglang: 0.5.23 always reclaims host duplicates under write_back: "
+        raise UserError("--impl sglang: SGLang always reclaims host duplicates under write_back: "
                         "set duplicate_reclaim = true")
 
 
@@ -77,7 +81,7 @@ class SGLangDriver:
     def __init__(self, cfg, backend: str = "lockstep", timeout: float = 30.0, spec_cfg=None):
         """``spec_cfg``: the spec's constants when they differ from the ones SGLang is
         built with (an option switched off to show the difference it models)."""
-        require_lane()
+        self.version = require_lane()
         check_supported(cfg)
         self.model = Model(spec_cfg or cfg)
         self.hung = ""
@@ -89,7 +93,7 @@ class SGLangDriver:
             if cfg.ranks != 1:
                 raise UserError("--impl sglang: TP ranks need real processes (SGLang's collectives "
                                 "are torch.distributed): use --backend gloo")
-            from .sglang_rank import SGLangRank
+            from .core import SGLangRank
 
             self._local = SGLangRank(cfg, 0, 1, None, store)
         else:
@@ -135,7 +139,7 @@ class SGLangDriver:
                 self._tmp.cleanup()
 
     def path_counts(self, reset: bool = False) -> list:
-        """Per rank: how often each upstream protocol path ran (conformance.sglang_paths)."""
+        """Per rank: how often each upstream protocol path ran (conformance.sglang.paths)."""
         return self._call(range(self.model.cfg.ranks), "path_counts", reset)
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -173,7 +177,7 @@ def _serve(group, inqs, outqs):
     """The command loop of one gloo rank: one SGLangRank at a time."""
     import torch.distributed as dist
 
-    from .sglang_rank import SGLangRank
+    from .core import SGLangRank
 
     r, world = group.rank, group.world_size
     holder = None
@@ -276,9 +280,9 @@ def gloo_ranks(world: int, timeout: float) -> GlooRanks:
         if pool is not None:
             pool.close()
         # Import sglang (and apply the CPU patches) before forking: every rank inherits it.
-        from . import sglang_patches
+        from . import patches
 
-        sglang_patches.apply()
+        patches.apply()
         import sglang.srt.mem_cache.unified_radix_cache  # noqa: F401
 
         pool = _POOLS[world] = GlooRanks(world, timeout)

@@ -45,7 +45,7 @@ class HeldEvent:
         return getattr(self.event, name)
 
 
-def hold_copy_acks(cc) -> None:
+def hold_copy_acks(cc, unmerged: bool = True) -> None:
     """Every D->H / H->D ack the controller queues from now on carries a HeldEvent, and
     every D->H backup is submitted as its own copy operation.
 
@@ -78,7 +78,9 @@ def hold_copy_acks(cc) -> None:
         kwargs["flush"] = True
         return write(*args, **kwargs)
 
-    cc.start_writing, cc.start_loading, cc.write = start_writing_held, start_loading_held, write_unmerged
+    cc.start_writing, cc.start_loading = start_writing_held, start_loading_held
+    if unmerged:  # releases whose write() defers submission to a flush
+        cc.write = write_unmerged
 
 
 def release_head(ack_queue) -> bool:
@@ -177,18 +179,20 @@ def node_path(node) -> tuple:
 
 
 @contextlib.contextmanager
-def one_victim(cache):
-    """The device eviction walk of one evict() call stops after its first victim."""
+def one_victim(cache, with_progress: bool = True):
+    """The device eviction walk of one evict() call stops after its first victim.
+    ``with_progress``: the walk step returns (node id, progress), else the node id."""
     walk = cache._evict_device_next_node
     taken = []
 
     def next_node(component_type, tracker):
         if taken:
-            return None, False
-        node_id, progress = walk(component_type, tracker)
+            return (None, False) if with_progress else None
+        out = walk(component_type, tracker)
+        node_id = out[0] if with_progress else out
         if node_id is not None:
             taken.append(node_id)
-        return node_id, progress
+        return out
 
     cache._evict_device_next_node = next_node
     try:

@@ -1,0 +1,33 @@
+"""tiercheck sglang campaign|history: conformance campaigns against upstream SGLang.
+
+``campaign`` runs in a lane's interpreter (the release it drives is the one installed);
+``history`` runs anywhere and drives every release's lane in turn."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "sglang"
+HELP = "SGLang campaigns: one release (in its lane) or every release (history)"
+
+
+def add_arguments(p):
+    sub = p.add_subparsers(dest="sglang_command", metavar="ACTION", required=True)
+    c = sub.add_parser("campaign", help="stateful suite + tours on the installed release (run it from a lane)",
+                       description="arguments after `campaign` go to the campaign: see `campaign -- --help`")
+    c.add_argument("rest", nargs=argparse.REMAINDER, help="MODEL[@gloo][!OPTION] ... --examples N --steps N ...")
+    h = sub.add_parser("history", help="the campaign on every release, table release x finding")
+    from tiercheck.conformance.sglang import history
+
+    history.add_arguments(h)
+
+
+def run(args) -> int:
+    if args.sglang_command == "campaign":
+        from tiercheck.conformance.sglang import campaign
+
+        rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
+        return campaign.main(rest)
+    from tiercheck.conformance.sglang import history
+
+    return history.run(args)

@@ -1,0 +1,237 @@
+"""The history campaign: the same campaign, same models, same budgets, on every release.
+
+For each release (oldest first): pick its shim (or skip it, saying why), build its lane
+(or skip it, saying why), and run ``campaign`` in the lane's interpreter. Every
+disagreement the campaign shrinks is a candidate finding; each one is then replayed on
+every release's lane, so the table says for each finding where it shows and where it is
+gone. Nothing about upstream's bugs is given to the campaign: it only has the shipped
+models, the stateful suite and the transition tours.
+
+    tiercheck sglang history --examples 30 --steps 30 --out docs/findings
+
+writes ``history.md`` (release x finding), ``history.json`` (the verdict of every trace
+on every release, which tests/sglang/test_lanes.py replays), ``history-campaign.jsonl``
+(every campaign row) and the shrunk traces under ``traces/history/``; logs and the raw
+rows go to ``--work``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tiercheck.errors import UserError
+
+from . import lane as lanes
+from .shims import select
+from .versions import parse
+
+# One budget for every release: the runs of campaign.DEFAULT_RUNS (1 rank in-process,
+# 2 gloo ranks) and write_back on 3 gloo ranks with the stateful suite, plus the
+# transition tours of two 1-rank models without storage (the storage tours hit 20,000
+# steps: too long for a nightly job).
+HISTORY_RUNS = (
+    "sglang/wt-1r", "sglang/wts-1r", "sglang/wt-storage-1r", "sglang/wb-1r", "sglang/wb-storage-1r",
+    "sglang/wt-2r@gloo", "sglang/wt-storage-2r@gloo", "sglang/wb-2r@gloo", "sglang/wt-alloc-2r@gloo",
+    "sglang/wb-2r:3@gloo",
+)
+TOURS = ("sglang/wt-1r", "sglang/wb-1r")
+
+
+def _status(release: str, root: Path, log) -> tuple[str, Path | None]:
+    """('ok', python) or (reason to skip, None)."""
+    try:
+        select(release)
+    except UserError as exc:
+        return str(exc), None
+    try:
+        return "ok", lanes.setup(root, release, out=log)
+    except UserError as exc:
+        return f"lane setup failed: {exc}", None
+
+
+def run_release(py: Path, release: str, work: Path, args, log) -> dict:
+    """The campaign on one release, in its lane: rows, seconds."""
+    out = work / release
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    rows_file = out / "campaign.jsonl"
+    t0 = time.monotonic()
+    base = [str(py), "-m", "tiercheck.conformance.sglang.campaign", "--examples", str(args.examples),
+            "--steps", str(args.steps), "--seed", str(args.seed), "--out", str(out / "counterexamples"),
+            "--json", str(rows_file)]
+    calls = [base + ["--no-tours", *args.runs]]
+    if args.tours:
+        calls.append(base + ["--no-conform", *args.tours])
+    for cmd in calls:
+        print("+ " + " ".join(cmd), file=log, flush=True)
+        try:
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=args.release_timeout)
+        except subprocess.TimeoutExpired:
+            print(f"# {release}: campaign timed out after {args.release_timeout} s", file=log, flush=True)
+    rows = [json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists() else []
+    return {"release": release, "rows": rows, "seconds": round(time.monotonic() - t0, 1)}
+
+
+def replay_set(traces: list[str]) -> list[dict]:
+    """Inside a lane: replay each trace on this release; per trace agree/disagree + where."""
+    from tiercheck.conformance.runner import replay
+    from tiercheck.conformance.sglang import SGLangDriver
+    from tiercheck.models import model_file
+    from tiercheck.models.trace import read_trace
+    import tomllib
+
+    out = []
+    for path in traces:
+        tr = read_trace(path)
+        cfg = model_file.parse(tomllib.loads(tr.model_toml), path).config
+        backend = "gloo" if cfg.ranks > 1 else "lockstep"
+        try:
+            driver = SGLangDriver(cfg, backend=backend)
+        except UserError as exc:
+            out.append({"trace": path, "result": "n/a", "message": str(exc)})
+            continue
+        try:
+            res = replay(driver, tr.actions, expect_disabled=set(tr.meta.get("probes", ())))
+        finally:
+            driver.close()
+        mm = res.mismatch
+        out.append({"trace": path, "result": "agrees" if mm is None else "disagrees",
+                    "step": None if mm is None else mm.step,
+                    "message": "" if mm is None else f"{mm.kind}: {mm.message.splitlines()[0]}"})
+    return out
+
+
+def _replay_on(py: Path, traces: list[str], log, timeout: float) -> list[dict]:
+    cmd = [str(py), "-m", "tiercheck.conformance.sglang.history", "--replay-set", *traces]
+    print("+ " + " ".join(cmd[:4]) + f" ... ({len(traces)} traces)", file=log, flush=True)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return [{"trace": t, "result": "timeout"} for t in traces]
+    log.write(proc.stderr[-4000:])
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode or len(lines) != len(traces):
+        return [{"trace": t, "result": "error", "message": proc.stderr.strip().splitlines()[-1:]} for t in traces]
+    return [json.loads(line) for line in lines]
+
+
+def _collect_findings(results: list[dict], traces_dir: Path) -> list[dict]:
+    """Every shrunk disagreement, copied under traces_dir as <run>-<hash>.json (a trace
+    the campaign shrank to the same bytes on several releases is stored once)."""
+    traces_dir.mkdir(parents=True, exist_ok=True)
+    found = []
+    for res in results:
+        for row in res.get("rows", ()):
+            if row.get("kind") != "conform" or row.get("result") != "disagrees" or not row.get("trace"):
+                continue
+            src = Path(row["trace"])
+            digest = hashlib.sha256(src.read_bytes()).hexdigest()[:8]
+            run = row["model"].split("/")[-1].replace(":", "-r") + ("@gloo" if row["backend"] == "gloo" else "")
+            dst = traces_dir / f"{run.replace('@', '-')}-{digest}.json"
+            if not dst.exists():
+                shutil.copyfile(src, dst)
+            found.append({"release": res["release"], "run": run, "trace": str(dst), "message": row["message"],
+                          "steps": row.get("steps_after_shrink"), "backend": row["backend"]})
+        for row in res.get("rows", ()):
+            if row.get("kind") == "tour" and row.get("disagreements"):
+                found.append({"release": res["release"], "run": row["model"].split("/")[-1] + " (tour)",
+                              "trace": None, "message": row["disagreements"][0]["message"],
+                              "steps": None, "backend": row["backend"]})
+    return found
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="tiercheck sglang history", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    args = p.parse_args(argv)
+    if args.replay_set:
+        for row in replay_set(args.replay_set):
+            print(json.dumps(row), flush=True)
+        return 0
+    return run(args)
+
+
+def add_arguments(p):
+    from .versions import RELEASES
+
+    p.add_argument("--releases", nargs="+", default=list(RELEASES), help="releases, oldest first")
+    p.add_argument("--runs", nargs="+", default=list(HISTORY_RUNS), help="campaign runs (MODEL[@gloo])")
+    p.add_argument("--tours", nargs="*", default=list(TOURS), help="models whose transition tour runs")
+    p.add_argument("--examples", type=int, default=30)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--release-timeout", type=float, default=1800.0, help="seconds per campaign call")
+    p.add_argument("--out", default="docs/findings", help="history.md and traces/history/ go here")
+    p.add_argument("--work", default=".tiercheck/history", help="raw campaign rows and logs")
+    p.add_argument("--lanes-dir", help=f"lanes (default: ${lanes.ENV_VAR}, else the user cache)")
+    p.add_argument("--reuse", action="store_true",
+                   help="take the campaign rows of the last run (--work) and only redo findings, replays, report")
+    p.add_argument("--replay-set", nargs="+", help=argparse.SUPPRESS)
+
+
+def run(args) -> int:
+    root = lanes.lanes_dir(args.lanes_dir)
+    work, out = Path(args.work), Path(args.out)
+    work.mkdir(parents=True, exist_ok=True)
+    releases = sorted(args.releases, key=parse)
+    results, pythons = [], {}
+    with open(work / "history.log", "a") as log:
+        saved = {r["release"]: r for r in json.loads((work / "results.json").read_text())} if args.reuse else {}
+        for release in releases:
+            if "rows" in saved.get(release, {}):  # --reuse: this release's campaign rows from the last run
+                results.append(saved[release])
+                if "skipped" not in saved[release]:
+                    pythons[release] = lanes.python_of(root, release)
+                continue
+            t0 = time.monotonic()
+            status, py = _status(release, root, log)
+            setup_s = round(time.monotonic() - t0, 1)
+            if py is None:
+                results.append({"release": release, "skipped": status})
+                print(f"{release}: skipped ({status})", flush=True)
+                continue
+            pythons[release] = py
+            res = run_release(py, release, work, args, log)
+            res["setup_seconds"] = setup_s
+            results.append(res)
+            bad = sum(r.get("result") == "disagrees" or bool(r.get("disagreements")) for r in res["rows"])
+            print(f"{release}: {len(res['rows'])} runs, {bad} disagree, {res['seconds']} s", flush=True)
+            (work / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        findings = _collect_findings(results, out / "traces" / "history")
+        traces = list(dict.fromkeys(f["trace"] for f in findings if f["trace"]))
+        replays = {}
+        if traces:
+            for release, py in pythons.items():
+                replays[release] = {r["trace"]: r for r in _replay_on(py, traces, log, args.release_timeout)}
+    data = {"results": results, "findings": findings, "replays": replays,
+            "budget": {"examples": args.examples, "steps": args.steps, "seed": args.seed, "runs": args.runs,
+                       "tours": args.tours}}
+    (work / "history.json").write_text(json.dumps(data, indent=1, default=str))
+    # What tests/sglang/test_lanes.py replays on each lane: trace -> release -> verdict.
+    expected = {t: {r: replays[r].get(t, {}).get("result") for r in replays} for t in traces}
+    summary = {"budget": data["budget"], "expected": expected,
+               "timing": {r["release"]: {k: r.get(k) for k in ("setup_seconds", "seconds", "skipped")}
+                          for r in results}}
+    (out / "history.json").write_text(json.dumps(summary, indent=1) + "\n")
+    with open(out / "history-campaign.jsonl", "w") as fh:  # every campaign row, by release
+        for r in results:
+            for row in r.get("rows", ()):
+                fh.write(json.dumps({"release": r["release"], **{k: v for k, v in row.items() if k != "trace"}},
+                                    default=str) + "\n")
+    from .history_report import write_report
+
+    write_report(data, out / "history.md")
+    print(f"wrote {out / 'history.md'} ({len(findings)} disagreements, {len(pythons)} releases run)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

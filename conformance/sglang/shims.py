@@ -1,0 +1,249 @@
+"""Per-release shims: the few places where SGLang's HiCache API changed between releases.
+
+The adapter core (``core.SGLangRank``) is written against the newest shape and reaches
+every release-dependent call through the shim chosen for the installed version. Releases
+with the same API shape share a shim. Each shim lists what it expects (``REQUIRES``:
+"module:Class.attr" names); a release lacking one is a one-line error naming it, never
+a silently different run.
+
+| shim | releases | differences from the next newer shape |
+|---|---|---|
+| ``Unified22`` | 0.5.22 - | (the core's own shape) ``path_device_indices`` |
+| ``Unified21`` | 0.5.21 | the match result carries ``device_indices``; a load-back's host lock sits on its anchor only (no lock uuid) |
+| ``Unified20`` | 0.5.20 | backups are submitted at insert (no ``flush_pending_backups``); the TreeCore backend is an environment variable |
+| ``Unified19`` | 0.5.19 | no ``match_full_device_prefix`` (the adapter reads the device prefix itself), ``get_hash_str`` for L3 keys, ComponentType in ``unified_cache.component_type`` |
+| ``Unified18`` | 0.5.18 | the device eviction walk returns the node id alone (no progress flag); the fused round has no prefetch-ack queue size |
+
+Releases before 0.5.18 (HiRadixCache, or a UnifiedRadixCache without the write_back
+duplicate reclaim and load-back pending marks) have no shim: ``select`` says why.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from tiercheck.errors import UserError
+
+from .versions import parse
+
+URC = "sglang.srt.mem_cache.unified_radix_cache:UnifiedRadixCache"
+UTC = "sglang.srt.mem_cache.unified_cache.unified_tree_core:UnifiedTreeCore"
+UTN = "sglang.srt.mem_cache.unified_cache.unified_tree_core:UnifiedTreeNode"
+HCC = "sglang.srt.managers.cache_controller:HiCacheController"
+
+# Everything the core and the controls use on every supported release.
+COMMON = (
+    f"{URC}.init_hicache", f"{URC}.match_prefix", f"{URC}.insert", f"{URC}.evict", f"{URC}.load_back",
+    f"{URC}.ready_to_load_host_cache", f"{URC}._sync_hicache_ready_counts", f"{URC}.writing_check",
+    f"{URC}.loading_check", f"{URC}._drain_storage_control_queues_impl", f"{URC}._evict_device_next_node",
+    f"{URC}.evict_host", f"{URC}._execute_kv_backup",
+    f"{UTC}._release_full_host_duplicate", f"{UTC}._reclaim_full_host_duplicates", f"{UTC}.node_by_id",
+    f"{UTC}._split_node", f"{UTC}._demote", f"{UTC}.finish_write_through", f"{UTC}.commit_load_back",
+    f"{UTC}.finish_load_back",
+    f"{HCC}.start_writing", f"{HCC}.start_loading", f"{HCC}.write", f"{HCC}.write_storage",
+    f"{HCC}._page_backup", f"{HCC}._stop_storage_threads",
+)
+
+
+class Shim:
+    """The newest API shape (0.5.22 onwards)."""
+
+    name = "Unified22"
+    first = "0.5.22"
+    REQUIRES = COMMON + (
+        f"{URC}.flush_pending_backups", f"{URC}.path_device_indices", f"{UTC}.match_full_device_prefix",
+        "sglang.srt.mem_cache.utils:get_storage_hash_str",
+    )
+
+    def python_tree_core(self) -> dict:
+        """CacheInitParams arguments choosing the Python TreeCore (the adapter drives it)."""
+        return {"tree_core_backend": "python"}
+
+    def device_prefix_len(self, rank, key) -> int:
+        """Tokens of ``key`` resident on device, read without changing the tree."""
+        return rank.core.match_full_device_prefix(key)[0]
+
+    def prefix_indices(self, rank, match):
+        return rank.cache.path_device_indices(match.last_device_node)
+
+    def flush_backups(self, rank) -> None:
+        rank.cache.flush_pending_backups()
+
+    def write_is_merged(self) -> bool:
+        """Whether HCC.write defers a backup until a flush (its ``flush`` argument)."""
+        return True
+
+    # Whether URC._evict_device_next_node returns (node id, progress) or the node id alone.
+    evict_walk_returns_progress = True
+
+    def drain_storage(self, cache, sizes, extra_pools) -> None:
+        """The storage part of check_hicache_events with the fused round's queue sizes:
+        (storage hits, prefetch acks, backup acks, releases, *extra pools' releases)."""
+        n_hit, n_ack, n_backup, n_release = sizes[:4]
+        cache._drain_storage_control_queues_impl(
+            n_storage_hit=n_hit, n_ack_prefetch=n_ack, n_backup=n_backup, n_release=n_release,
+            extra_release_counts=dict(zip(extra_pools, sizes[4:])), log_metrics=False)
+
+    hash_function = "get_storage_hash_str"
+
+    def storage_key(self, tokens, parent_key):
+        """The L3 key of a one-token page: the release's chained page hash."""
+        from array import array
+
+        from sglang.srt.mem_cache import utils
+        from sglang.srt.mem_cache.radix_cache import RadixKey
+
+        return getattr(utils, self.hash_function)(RadixKey(array("q", tokens)), parent_key, page_size=1)[0]
+
+    def anchor_holds(self, rank) -> dict:
+        """Host locks an in-flight load-back holds, per node id: from the anchor up to the
+        node carrying the lock's uuid (a split moves that boundary up)."""
+        from .core import full_component
+
+        full, holds = full_component(), {}
+        for anchor, (_node, _lock, host_params) in rank.cache.ongoing_load_back.items():
+            uuid = host_params.get_lock_uuid(full, lock_host=True)
+            x = rank.core.node_by_id(anchor)
+            while x is not None:
+                holds[x.id] = holds.get(x.id, 0) + 1
+                if x.component_data[full].metadata.get("host_uuid") == uuid:
+                    break
+                x = x.parent
+        return holds
+
+
+
+class Unified21(Shim):
+    name, first = "Unified21", "0.5.21"
+    REQUIRES = tuple(r for r in Shim.REQUIRES if not r.endswith(".path_device_indices"))
+
+    def prefix_indices(self, rank, match):
+        return match.device_indices
+
+    def anchor_holds(self, rank) -> dict:
+        """The host lock sits on the anchor node alone (a split leaves it on the lower half)."""
+        return {anchor: 1 for anchor in rank.cache.ongoing_load_back}
+
+
+class Unified20(Unified21):
+    name, first = "Unified20", "0.5.20"
+    REQUIRES = tuple(r for r in Unified21.REQUIRES if not r.endswith(".flush_pending_backups"))
+
+    def python_tree_core(self) -> dict:
+        # No tree_core_backend parameter yet: the backend is an environment variable whose
+        # default is the Python TreeCore; the adapter pins it.
+        import os
+
+        os.environ["SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND"] = "python"
+        return {}
+
+    def flush_backups(self, rank) -> None:
+        return None  # each backup is submitted by insert itself
+
+    def write_is_merged(self) -> bool:
+        return False
+
+
+
+class Unified19(Unified20):
+    name, first = "Unified19", "0.5.19"
+    REQUIRES = tuple(r for r in Unified20.REQUIRES
+                     if not r.endswith((".match_full_device_prefix", ":get_storage_hash_str"))) + (
+        "sglang.srt.mem_cache.utils:get_hash_str",)
+
+
+    hash_function = "get_hash_str"
+
+    def device_prefix_len(self, rank, key) -> int:
+        return rank.device_prefix_walk(list(key.token_ids))
+
+
+class Unified18(Unified19):
+    name, first = "Unified18", "0.5.18"
+    evict_walk_returns_progress = False
+
+    def drain_storage(self, cache, sizes, extra_pools) -> None:
+        """No prefetch-ack queue in the round yet: (hits, backup acks, releases, *extra)."""
+        n_hit, n_backup, n_release = sizes[:3]
+        cache._drain_storage_control_queues_impl(
+            n_storage_hit=n_hit, n_backup=n_backup, n_release=n_release,
+            extra_release_counts=dict(zip(extra_pools, sizes[3:])), log_metrics=False)
+
+
+SHIMS = (Shim(), Unified21(), Unified20(), Unified19(), Unified18())  # newest first
+NO_SHIM = (
+    ("0.5.17", "UnifiedRadixCache without the write_back duplicate reclaim and load-back pending marks "
+               "(the spec's sglang models need both); no shim"),
+    ("0.5.12.post1", "HiCache is HiRadixCache by default, and the opt-in UnifiedRadixCache has object nodes "
+                     "(before the TreeCore): no adapter core for either yet"),
+    ("0.0.0", "HiCache is HiRadixCache (sglang.srt.mem_cache.hiradix_cache): no adapter core for it yet"),
+)
+
+
+def select(version: str) -> Shim:
+    """The shim for a release, or a one-line UserError saying why there is none."""
+    v = parse(version)
+    for shim in SHIMS:
+        if v >= parse(shim.first):
+            return shim
+    for first, why in NO_SHIM:
+        if v >= parse(first):
+            raise UserError(f"sglang {version}: {why}")
+    raise UserError(f"sglang {version}: older than every supported release")
+
+
+def component_type():
+    """ComponentType: in unified_cache.components.base from 0.5.20, component_type before."""
+    for module in ("sglang.srt.mem_cache.unified_cache.components.base",
+                   "sglang.srt.mem_cache.unified_cache.component_type"):
+        found = resolve(f"{module}:ComponentType")
+        if found is not None:
+            return found
+    raise UserError("this sglang has no unified_cache ComponentType (expected by every shim)")
+
+
+def resolve(name: str):
+    """'pkg.mod:Class.attr' -> the object, or None."""
+    module, _, attrs = name.partition(":")
+    try:
+        obj = importlib.import_module(module)
+    except ImportError:
+        return None
+    for part in attrs.split(".") if attrs else ():
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def check(shim: Shim, version: str) -> None:
+    """Every name the shim expects exists in the installed release (one-line error if not)."""
+    for name in shim.REQUIRES:
+        if resolve(name) is None:
+            raise UserError(f"sglang {version} lacks {name} (expected by the adapter's {shim.name} shim)")
+
+
+def installed() -> tuple[str, Shim]:
+    """The installed sglang's version and its checked shim."""
+    import importlib.metadata as md
+
+    try:
+        version = md.version("sglang")
+    except md.PackageNotFoundError:
+        raise UserError("--impl sglang needs an SGLang lane: `tiercheck lane setup sglang==X.Y.Z`, then run "
+                        "tiercheck with `$(tiercheck lane python sglang==X.Y.Z) -m tiercheck ...`") from None
+    shim = select(version)
+    from . import patches
+
+    patches.apply()
+    check(shim, version)
+    return version, shim
+
+
+def probe_command() -> str:
+    """A `python -c` line that fails unless this lane's sglang imports and fits its shim."""
+    return ("import sys; from tiercheck.errors import UserError\n"
+            "from tiercheck.conformance.sglang.shims import installed\n"
+            "try: v, s = installed()\n"
+            "except UserError as e: sys.exit(f'lane check: {e}')\n"
+            "print('sglang', v, 'shim', s.name)")

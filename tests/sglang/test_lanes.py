@@ -1,0 +1,124 @@
+"""Lane tests, run with a lane's interpreter (`$(tiercheck lane python sglang==X.Y.Z) -m pytest
+-m sglang`): the lane's own setup is a fast no-op, the installed release gets its shim, a
+shim expecting a name the release lacks fails with one line, every committed history trace
+replays on this release as docs/findings/history.json says, and a local checkout
+(`--source`) becomes a lane that `tiercheck conform --impl sglang` drives."""
+
+import importlib.metadata as md
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tiercheck.conformance.sglang import lane as lanes
+from tiercheck.conformance.sglang import shims
+from tiercheck.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[2]
+HISTORY = ROOT / "docs" / "findings" / "history.json"
+
+
+def _version():
+    try:
+        return md.version("sglang")
+    except md.PackageNotFoundError:
+        return None
+
+
+def _lane_root():
+    """The lanes directory this interpreter's lane lives in (<root>/sglang-X/venv)."""
+    root = Path(sys.prefix).parents[1]
+    return root if lanes.read_marker(Path(sys.prefix).parent) is not None else None
+
+
+def _supported():
+    try:
+        return _version() is not None and shims.select(_version()) is not None
+    except UserError:
+        return False
+
+
+pytestmark = [
+    pytest.mark.sglang,
+    pytest.mark.skipif(not _supported() or _lane_root() is None,
+                       reason="needs an SGLang lane (tiercheck lane setup sglang==X.Y.Z)"),
+]
+
+
+def test_setup_of_this_lane_is_a_fast_no_op():
+    info = lanes.read_marker(Path(sys.prefix).parent)
+    if info.get("source"):
+        pytest.skip("a --source lane")
+    py = lanes.setup(_lane_root(), info["sglang"])
+    assert Path(py).parent.parent == Path(sys.prefix)
+    assert lanes.python_of(_lane_root(), info["sglang"]) == py
+
+
+def test_installed_release_gets_its_shim():
+    version, shim = shims.installed()
+    assert version == _version() and shim is shims.select(version)
+    shims.check(shim, version)  # every name it expects is there
+
+
+def test_shim_expecting_a_missing_name_fails_in_one_line():
+    class Future(type(shims.select(_version()))):
+        name = "Future"
+        REQUIRES = shims.select(_version()).REQUIRES + (f"{shims.URC}.a_method_no_release_has",)
+
+    with pytest.raises(UserError) as exc:
+        shims.check(Future(), _version())
+    assert str(exc.value) == (f"sglang {_version()} lacks {shims.URC}.a_method_no_release_has "
+                              "(expected by the adapter's Future shim)")
+
+
+def _history_cases():
+    if not HISTORY.exists():
+        return []
+    data = json.loads(HISTORY.read_text())
+    cases = []
+    for trace, per_release in data.get("expected", {}).items():
+        verdict = per_release.get(_version() or "")
+        if verdict in ("agrees", "disagrees"):
+            cases.append(pytest.param(trace, verdict, id=Path(trace).stem))
+    return cases
+
+
+@pytest.mark.gloo
+@pytest.mark.parametrize("trace, verdict", _history_cases())
+def test_history_trace_replays_as_recorded(trace, verdict):
+    from tiercheck.conformance.sglang.history import replay_set
+
+    (row,) = replay_set([str(ROOT / trace)])
+    assert row["result"] == verdict, row.get("message")
+
+
+@pytest.mark.slow
+def test_source_checkout_lane_conforms(tmp_path):
+    """A local checkout (here: this lane's sglang package with a minimal pyproject, as an
+    unpacked release gives it) installed editable into its own lane, then driven."""
+    import sglang
+
+    checkout = tmp_path / "sglang-checkout"
+    checkout.mkdir()
+    shutil.copytree(Path(sglang.__file__).parent, checkout / "sglang",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (checkout / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n'
+        f'[project]\nname = "sglang"\nversion = "{_version()}"\n'
+        '[tool.setuptools.packages.find]\ninclude = ["sglang*"]\n')
+    root = _lane_root()
+    try:
+        py = lanes.setup(root, source=str(checkout))
+        assert lanes.setup(root, source=str(checkout)) == py  # idempotent
+        where = subprocess.run([str(py), "-c", "import sglang; print(sglang.__file__)"], check=True,
+                               capture_output=True, text=True).stdout
+        assert where.startswith(str(checkout))
+        out = subprocess.run([str(py), "-m", "tiercheck", "conform", "--impl", "sglang", "--model", "sglang/wt-1r",
+                              "--examples", "3", "--steps", "10", "--out", str(tmp_path / "cx")],
+                             capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    finally:
+        shutil.rmtree(root / lanes.lane_name(source=str(checkout)), ignore_errors=True)
