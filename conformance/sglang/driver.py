@@ -26,7 +26,7 @@ from tiercheck.errors import UserError
 from tiercheck.spec.action import LOCAL
 from tiercheck.spec.model import Model
 
-from ..refinement import refine
+from ..refinement import concretize, refine
 
 UNSUPPORTED = {
     "prefetch": "prefetch (host slots taken at hit time, background hit/ack collectives) is not mapped",
@@ -62,16 +62,11 @@ def check_supported(cfg) -> None:
 
 
 def _params(model, action) -> dict:
-    """Spec parameters -> what SGLangRank's do_<action> takes (token paths)."""
-    p = dict(action.params)
+    """Spec parameters -> what SGLangRank's do_<action> takes (the refinement's action half,
+    less what the driver itself routes: the failing ranks and the acting rank)."""
+    p = concretize(model, action)
     p.pop("fail", None)
     p.pop("rank", None)
-    if "req" in p:
-        p = {"tokens": list(model.cfg.requests[p["req"]])}
-    if "node" in p:
-        p["node"] = model.pages.paths[p["node"]]
-    if "page" in p:
-        p["page"] = model.pages.paths[p["page"]]
     return p
 
 
