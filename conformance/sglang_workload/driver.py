@@ -42,7 +42,9 @@ class Counters:
     computed: int = 0
     deferred: int = 0  # admissions retried for want of device room
     steps: int = 0
-    occupancy: list = field(default_factory=list)  # (step, used, mirror, host_only, writing)
+    # (step, used, mirror, host_only, writing, releasable): host tokens by what they hold;
+    # mirror = host copy of a device-resident node, releasable = of those, release candidates
+    occupancy: list = field(default_factory=list)
 
 
 class Observer:
@@ -76,7 +78,8 @@ class Observer:
 
     def sample(self, step: int) -> None:
         eng = self.eng
-        mirror = host_only = writing = 0
+        mirror = host_only = writing = releasable = 0
+        mr = getattr(eng.cache, "mirror_release", None)  # the patch's mechanism, when on
         for x, _ in eng.nodes():
             cd = x.component_data[eng.FULL]
             if cd.host_value is None:
@@ -86,10 +89,12 @@ class Observer:
                 writing += n
             elif cd.value is not None:
                 mirror += n
+                if mr is not None and mr._is_candidate(x):
+                    releasable += n
             else:
                 host_only += n
         used = eng.host_capacity - eng.host_pool.available_size()
-        self.c.occupancy.append((step, used, mirror, host_only, writing))
+        self.c.occupancy.append((step, used, mirror, host_only, writing, releasable))
 
 
 @dataclass
@@ -130,7 +135,9 @@ class Driver:
         self.running = still
 
     def run(self, rounds) -> Counters:
+        self.round_steps = []
         for rnd in rounds:
+            self.round_steps.append(-self.c.steps)
             for req in rnd:
                 while len(self.running) >= self.concurrency:
                     self.step()
@@ -141,6 +148,7 @@ class Driver:
                         raise RuntimeError("a request does not fit the device pool with nothing running")
                     self.step()
                     self._finish_some()
+            self.round_steps[-1] += self.c.steps
         while self.running:
             self.step()
             self._finish_some()
