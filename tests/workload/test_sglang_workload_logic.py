@@ -33,12 +33,13 @@ def _result(name, host, rejected, admitted, patched=False, mode="cache"):
 
 
 def test_table_and_precondition():
-    rows = [_result("baseline", 256, 900, 100), _result("patched", 256, 0, 1000, patched=True)]
+    rows = [_result("baseline", 256, 900, 100), _result("patched", 256, 0, 1000, patched=True),
+            _result("between", 256, 20, 80)]
     text = format_table(rows, "t")
     assert "| plain | baseline" in text and "100 / 900" in text and "| 10.0 " in text and "| 7 " in text
     pre = precondition(rows)
     assert pre[0].startswith("  [starves] plain: baseline") and "host 256 < device 1024: True" in pre[0]
-    assert pre[1].startswith("  [ok     ] plain: patched")
+    assert pre[1].startswith("  [ok     ] plain: patched") and pre[2].startswith("  [partly ] plain: between")
 
 
 def test_patch_applier_on_a_synthetic_release(tmp_path):

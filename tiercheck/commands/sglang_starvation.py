@@ -45,7 +45,7 @@ def run(args) -> int:
                       patched=args.patch == "mirror-release", only=args.only, log=log)
     print(format_table(results, f"SGLang host-pool starvation ({args.sessions} sessions x 2 rounds, "
                                 f"device pool {args.device_tokens} tokens, page size 1, concurrency 2)"))
-    print("\nPrecondition (write-out under 90% = starves):")
+    print("\nPrecondition (write-out: under 50% starves, 50-95% partly, from 95% ok):")
     print("\n".join(precondition(results)))
     bad = [r for r in results if r.problems]
     if args.plot_dir:

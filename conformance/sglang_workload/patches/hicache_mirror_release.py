@@ -18,11 +18,12 @@ The mechanism, off unless SGLANG_HICACHE_MIRROR_RELEASE=1:
 * release candidates, derived from state every time: device copy resident, host copy
   resident, every page durable, no lock, no host reference, no copy in flight.
 * TP-consistent release: only under host-pool pressure (free host tokens below
-  _FREE_FRAC of the pool). Each rank adds to the existing fused ready-count MIN
-  all-reduce its deficit and last round's prepared plan (count, tokens, digest), each as
-  a negated pair, so one MIN yields min and max. A plan runs only when every rank
-  reported the identical triple; mutation never precedes that agreement. Repeated
-  mismatch fail-closes the feature (back to the release's behaviour).
+  _FREE_FRAC of the pool). After a round's storage acks each rank prepares a plan from
+  its candidates (covering its deficit); at the next round it adds the plan's triple
+  (count, tokens and digest of the entries still candidates) to the existing fused
+  ready-count MIN all-reduce as negated pairs, so one MIN yields min and max. The plan
+  runs only when every rank reported the identical triple; mutation never precedes that
+  agreement. Repeated mismatch fail-closes the feature (back to the release's behaviour).
 * eviction: a device leaf whose mirror was released and whose children were demoted is
   evicted with its host-only subtree (its data is durable), so eviction progresses;
   durable marks of nodes that leave the tree are revoked.
@@ -82,8 +83,9 @@ class MirrorRelease:
         self.refresh_rounds = int(refresh) if refresh else None
         self.durable: collections.OrderedDict = collections.OrderedDict()  # hash -> round marked
         self.round = 0
-        self.plan: list = []  # nodes prepared last round
-        self.triple = (0, 0, 0)  # (count, tokens, digest) of that plan
+        self.plan: list = []  # nodes prepared after last round's acks
+        # Candidate order: least recently used first (a harness may set its own).
+        self.order = lambda node: (node.last_access_time, node.id)
         self.mismatches = 0
         self.closed = False
         # Counters (observation): tokens released, plans committed, plans refused.
@@ -115,6 +117,7 @@ class MirrorRelease:
             out = drain(*args, **kwargs)
             for op in acked:
                 self._mark_durable(op)
+            self.prepare()
             return out
 
         def evict_leaf_or_prune(node_id, tracker):
@@ -242,20 +245,20 @@ class MirrorRelease:
             if self._is_candidate(node):
                 out.append(node)
             stack.extend(node.children.values())
-        out.sort(key=lambda x: (x.last_access_time, x.id))
+        out.sort(key=self.order)
         return out
 
     # -- the consensus round ------------------------------------------------------------------
 
     def _ride(self, sync):
-        """Run the fused ready-count round with this rank's fields appended to its one
-        MIN all-reduce; then commit/prepare from the agreed values."""
+        """Run the fused ready-count round with this rank's plan triple appended to its
+        one MIN all-reduce, then commit the plan if every rank reported the same."""
         if self.closed:
             return sync()
         self.round += 1
-        deficit = max(0, self.target_free - self.cc.mem_pool_host.available_size())
-        fields = [deficit, *self.triple]
-        extra = torch.tensor([v for x in fields for v in (x, -x)], dtype=torch.int64)
+        entries = self._committable()
+        triple = self._triple(entries)
+        extra = torch.tensor([v for x in triple for v in (x, -x)], dtype=torch.int64)
         reduced = {}
         cache = self.cache
         all_reduce = cache._all_reduce
@@ -276,12 +279,25 @@ class MirrorRelease:
             del cache._all_reduce  # back to the class method
         if "out" in reduced:
             vals = reduced["out"]
-            mins = vals[0::2]
-            maxs = [-v for v in vals[1::2]]
-            self._agree(max_deficit=maxs[0], plan_min=tuple(mins[1:]), plan_max=tuple(maxs[1:]))
+            self._agree(entries, tuple(vals[0::2]), tuple(-v for v in vals[1::2]))
         return out
 
-    def _agree(self, max_deficit: int, plan_min: tuple, plan_max: tuple) -> None:
+    def _committable(self) -> list:
+        """The entries of the prepared plan still release candidates on this rank."""
+        return [n for n in self.plan if n.parent is not None and self._is_candidate(n)]
+
+    def _triple(self, entries) -> tuple:
+        """(plan length, tokens and digest of the committable entries): agreeing on the
+        plan alone would let one rank free a mirror another rank keeps."""
+        tokens, digest = 0, 0
+        for node in entries:
+            tokens += len(node.component_data[self.FULL].host_value)
+            digest = (digest * 1000003 + node.id + 1) & _DIGEST_MASK
+        return (len(self.plan), tokens, digest)
+
+    def _agree(self, entries, plan_min: tuple, plan_max: tuple) -> None:
+        if plan_max[0] == 0:
+            return  # no rank prepared a plan
         if plan_min != plan_max:
             self.refused += 1
             self.mismatches += 1
@@ -289,25 +305,26 @@ class MirrorRelease:
                 self.closed = True  # fail closed: the release's own behaviour from now on
         else:
             self.mismatches = 0
-            if plan_min[0] > 0:
-                self._commit()
-        self.plan, self.triple = [], (0, 0, 0)
-        if not self.closed and max_deficit > 0:
-            self._prepare(max_deficit)
+            self._commit(entries)
+        self.plan = []
 
-    def _prepare(self, deficit: int) -> None:
-        plan, tokens, digest = [], 0, 0
+    def prepare(self) -> None:
+        """After the storage acks of a round: plan releases covering this rank's host
+        deficit, candidates in ``order`` (committed at the next round if all agree)."""
+        deficit = self.target_free - self.cc.mem_pool_host.available_size()
+        self.plan = []
+        if self.closed or deficit <= 0:
+            return
+        tokens = 0
         for node in self.candidates():
             if tokens >= deficit:
                 break
-            plan.append(node)
+            self.plan.append(node)
             tokens += len(node.component_data[self.FULL].host_value)
-            digest = (digest * 1000003 + node.id + 1) & _DIGEST_MASK
-        self.plan, self.triple = plan, (len(plan), tokens, digest)
 
-    def _commit(self) -> None:
-        """Free the agreed plan's mirrors; a node no longer a candidate is kept (state is
-        replicated, so every rank keeps the same ones)."""
+    def _commit(self, entries) -> None:
+        """Free the agreed entries' mirrors (each still a candidate: re-checked by the
+        caller on this rank's state, which the agreement showed identical)."""
         from sglang.srt.disaggregation.kv_events import StorageMedium
         from sglang.srt.mem_cache.unified_cache.components import EvictLayer
         from sglang.srt.mem_cache.unified_cache.unified_tree_core_interface import (
@@ -317,9 +334,7 @@ class MirrorRelease:
         core = self.core
         result = DriveHostEvictionResult()
         comp = core.components_by_type[self.FULL]
-        for node in self.plan:
-            if node.parent is None or not self._is_candidate(node):
-                continue
+        for node in entries:
             n = len(node.component_data[self.FULL].host_value)
             core.kv_events.record_remove(node, medium=StorageMedium.CPU)
             core._evict_component_and_detach_lru(
