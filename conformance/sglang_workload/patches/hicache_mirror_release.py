@@ -87,6 +87,7 @@ class MirrorRelease:
         # Candidate order: least recently used first (a harness may set its own).
         self.order = lambda node: (node.last_access_time, node.id)
         self.mismatches = 0
+        self.mismatch_limit = MISMATCH_LIMIT
         self.closed = False
         # Counters (observation): tokens released, plans committed, plans refused.
         self.released_tokens = 0
@@ -301,7 +302,7 @@ class MirrorRelease:
         if plan_min != plan_max:
             self.refused += 1
             self.mismatches += 1
-            if self.mismatches >= MISMATCH_LIMIT:
+            if self.mismatches >= self.mismatch_limit:
                 self.closed = True  # fail closed: the release's own behaviour from now on
         else:
             self.mismatches = 0
