@@ -151,7 +151,3 @@ def run_all(shapes=("plain", "hot"), device_tokens: int = 1024, host_ratio: floa
                                                f"verify {'ok' if not r.problems else r.problems[:2]}"))
     return out
 
-
-def check_shape(shape: str) -> None:
-    if shape not in ("plain", "hot"):
-        raise UserError(f"sglang workload: unknown shape {shape!r} (plain, hot)")

@@ -13,7 +13,7 @@ size 1, sized in tokens against a device pool:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from tiercheck.errors import UserError
 from tiercheck.impl.workload.sessions import Request, SessionLoad, build_rounds
@@ -53,6 +53,3 @@ def traffic(shape: str, host_tokens: int, sessions: int = 32, seed: int = 0) -> 
         raise UserError(f"sglang workload: unknown traffic shape {shape!r} (known: {', '.join(SHAPES)})")
     return Traffic(shape, load)
 
-
-def with_sessions(t: Traffic, sessions: int) -> Traffic:
-    return Traffic(t.shape, replace(t.load, sessions=sessions))

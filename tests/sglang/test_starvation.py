@@ -2,12 +2,11 @@
 (docs/findings/sglang-starvation.md), at a size that runs in seconds."""
 
 import importlib.metadata as md
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-LANE = importlib.util.find_spec("sglang") is not None and md.version("sglang") == "0.5.23"
+LANE = "0.5.23" in [d.version for d in md.distributions(name="sglang")]
 pytestmark = [pytest.mark.sglang,
               pytest.mark.skipif(not LANE, reason="needs the SGLang 0.5.23 lane (scripts/setup_sglang_lane.sh)")]
 
