@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import sglang_patches
+from ..sglang import patches as sglang_patches
 
 SPLIT = 1 << 15
 

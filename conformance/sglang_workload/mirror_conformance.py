@@ -29,9 +29,9 @@ import types
 from tiercheck.errors import UserError
 
 from .. import sglang as adapter
-from .. import sglang_controls as ctl
-from .. import sglang_rank
-from ..sglang_rank import SGLangRank
+from ..sglang import controls as ctl
+from ..sglang import core as sglang_rank
+from ..sglang.core import SGLangRank
 
 FLAG = "SGLANG_HICACHE_MIRROR_RELEASE"
 # Summed over every cache a run built: evidence that the release ran, not only conformed.
