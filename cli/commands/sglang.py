@@ -1,4 +1,4 @@
-"""tiercheck sglang campaign|history: conformance campaigns against upstream SGLang.
+"""tiercheck sglang campaign|history|starvation: conformance campaigns and workloads against upstream SGLang.
 
 ``campaign`` runs in a lane's interpreter (the release it drives is the one installed);
 ``history`` runs anywhere and drives every release's lane in turn."""
@@ -20,6 +20,10 @@ def add_arguments(p):
     from tiercheck.conformance.sglang import history
 
     history.add_arguments(h)
+    from tiercheck.conformance.sglang_workload import command as starvation
+
+    s = sub.add_parser("starvation", help=starvation.HELP, description=starvation.HELP)
+    starvation.add_arguments(s)
 
 
 def run(args) -> int:
@@ -28,6 +32,10 @@ def run(args) -> int:
 
         rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
         return campaign.main(rest)
+    if args.sglang_command == "starvation":
+        from tiercheck.conformance.sglang_workload import command as starvation
+
+        return starvation.run(args)
     from tiercheck.conformance.sglang import history
 
     return history.run(args)

@@ -1,7 +1,7 @@
-"""python -m tiercheck.conformance.sglang_workload: the starvation table (tiercheck sglang-starvation)."""
+"""python -m tiercheck.conformance.sglang_workload: the starvation table (tiercheck sglang starvation)."""
 
 import sys
 
-from tiercheck.commands.sglang_starvation import main
+from tiercheck.conformance.sglang_workload.command import main
 
 sys.exit(main())

@@ -1,4 +1,4 @@
-"""tiercheck sglang-starvation: seed 000's host-pool starvation measured on upstream SGLang.
+"""tiercheck sglang starvation: seed 000's host-pool starvation measured on upstream SGLang.
 
 Run with an SGLang lane's interpreter (the cache objects are SGLang's own). Prints the
 table of docs/findings/sglang-starvation.md: baseline, controls, and with ``--patch
@@ -14,7 +14,6 @@ import sys
 
 from tiercheck.errors import UserError
 
-NAME = "sglang-starvation"
 HELP = "host-pool starvation on upstream SGLang (baseline, controls, --patch mirror-release)"
 
 
@@ -33,9 +32,9 @@ def run(args) -> int:
     try:
         import sglang  # noqa: F401
     except ImportError:
-        raise UserError("sglang-starvation needs an SGLang lane's interpreter (sglang is not importable)")
+        raise UserError("sglang starvation needs an SGLang lane's interpreter (sglang is not importable)")
     if args.device_tokens < 64 or not 0 < args.host_ratio:
-        raise UserError("sglang-starvation: --device-tokens must be >= 64 and --host-ratio positive")
+        raise UserError("sglang starvation: --device-tokens must be >= 64 and --host-ratio positive")
     from tiercheck.conformance.sglang_workload.arms import run_all
     from tiercheck.conformance.sglang_workload.table import format_table, precondition
 
@@ -85,7 +84,7 @@ def _row(r) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="tiercheck sglang-starvation", description=HELP)
+    p = argparse.ArgumentParser(prog="tiercheck sglang starvation", description=HELP)
     add_arguments(p)
     try:
         return run(p.parse_args(argv))
