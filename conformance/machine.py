@@ -35,24 +35,17 @@ class ConformanceFailure(AssertionError):
     pass
 
 
-class BudgetSpent(Exception):
-    """The run's time budget is over: raised instead of starting another example."""
-
-
 def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_check=None, label: str = "impl",
-                 stats: Optional[dict] = None, strategy: str = "coverage", cov: Optional[RunCoverage] = None,
-                 stop_at: Optional[float] = None):  # noqa: ARG001 -- record_dir: files are written by run()
+                 stats: Optional[dict] = None, strategy: str = "coverage",
+                 cov: Optional[RunCoverage] = None):  # noqa: ARG001 -- record_dir: files are written by run()
     """A RuleBasedStateMachine class driving ``driver_factory()`` against the spec.
 
     ``strategy``: how each step picks its action (tiercheck.conformance.steering);
-    ``cov``: the run's shared coverage; ``stop_at``: a time.monotonic() after which no
-    new example starts (BudgetSpent)."""
+    ``cov``: the run's shared coverage."""
     cov = RunCoverage() if cov is None else cov
 
     class Conformance(RuleBasedStateMachine):
         def __init__(self):
-            if stop_at is not None and time.monotonic() > stop_at and not cov.frozen:
-                raise BudgetSpent()
             super().__init__()
             self.chooser = None
             self.driver = driver_factory()
@@ -135,27 +128,23 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
     cov = RunCoverage() if cov is None else cov
     stats["coverage"] = cov
     stop_at = None if time_budget is None else stats["started"] + time_budget
-    machine = make_machine(driver_factory, None, z3_check, label, stats, strategy, cov, stop_at)
-    machine.__name__ = machine.__qualname__ = f"Conformance_{label}_{seed}".replace("-", "_")
-    cfg = settings(
-        max_examples=examples,
-        stateful_step_count=steps,
-        derandomize=True,
-        database=None,
-        deadline=deadline,
-        phases=(Phase.explicit, Phase.reuse, Phase.generate),
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-        report_multiple_bugs=False,
-    )
-    try:
-        run_state_machine_as_test(machine, settings=cfg)
+    # Under a time budget, Hypothesis runs in chunks of CHUNK examples, each a run of its
+    # own (seeded by the chunk's number), until the time is spent: a run cannot be
+    # stopped from inside without Hypothesis calling the example flaky.
+    if stop_at is None:
+        failed = _search(driver_factory, examples, steps, f"Conformance_{label}_{seed}", z3_check, label, stats,
+                         deadline, strategy, cov)
+    else:
+        failed, k = False, 0
+        while not failed and stats.get("examples", 0) < examples:
+            if time.monotonic() > stop_at:
+                stats["budget_spent"] = True
+                break
+            failed = _search(driver_factory, min(CHUNK, examples - stats.get("examples", 0)), steps,
+                             f"Conformance_{label}_{seed}_{k}", z3_check, label, stats, deadline, strategy, cov)
+            k += 1
+    if not failed:
         return
-    except BudgetSpent:
-        stats["budget_spent"] = True
-        return
-    except ConformanceFailure:
-        pass
     found = stats["failing_actions"]
     stats["steps_before_shrink"] = len(found)
     model = driver_factory_model(driver_factory)
@@ -177,6 +166,31 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
     )
 
 
+CHUNK = 5
+
+
+def _search(driver_factory, examples, steps, name, z3_check, label, stats, deadline, strategy, cov) -> bool:
+    """One Hypothesis run; True when it found a disagreement (recorded in ``stats``)."""
+    machine = make_machine(driver_factory, None, z3_check, label, stats, strategy, cov)
+    machine.__name__ = machine.__qualname__ = name.replace("-", "_")
+    cfg = settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        derandomize=True,
+        database=None,
+        deadline=deadline,
+        phases=(Phase.explicit, Phase.reuse, Phase.generate),
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+        report_multiple_bugs=False,
+    )
+    try:
+        run_state_machine_as_test(machine, settings=cfg)
+        return False
+    except ConformanceFailure:
+        return True
+
+
 def shrink_failure(driver_factory, model, found, shrink_budget, z3_check=None):
     """The shortest sequence found that replays to the same disagreement as ``found``,
     and its replay outcome."""
@@ -188,21 +202,25 @@ def shrink_failure(driver_factory, model, found, shrink_budget, z3_check=None):
         finally:
             driver.close()
 
-    key = disagreement(found, replayed(found).mismatch)
+    key = disagreement(replayed(found).mismatch)
 
     def still_fails(actions):
-        got = disagreement(actions, replayed(actions).mismatch)
+        got = disagreement(replayed(actions).mismatch)
         return got is not None and (key is None or got == key)
 
     shrunk = shrink(model, still_fails, found, shrink_budget)
     return shrunk, replayed(shrunk)
 
 
-def disagreement(actions, mm):
-    """What makes two failures 'the same': the kind of mismatch and the action it follows."""
+def disagreement(mm):
+    """What makes two failures 'the same': the kind of mismatch (a state difference, a
+    broken invariant, wrong bytes, the same exception type). Not the step it follows: one
+    bug can show at the split that causes it or at the drain round that notices."""
     if mm is None:
         return None
-    return mm.kind, actions[mm.step].name if 0 <= mm.step < len(actions) else "init"
+    if mm.kind == "error":
+        return mm.kind, mm.message.split(":")[0]
+    return (mm.kind,)
 
 
 def driver_factory_model(driver_factory):
