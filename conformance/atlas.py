@@ -18,7 +18,7 @@ _CACHE: Dict[object, "Atlas"] = {}
 
 
 class Atlas:
-    def __init__(self, model, limit: int = 4000):
+    def __init__(self, model, limit: int = 2000):
         init = model.init_states()[0]
         parent = {init: None}
         queue = deque([init])

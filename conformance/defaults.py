@@ -7,9 +7,10 @@ storage with partial failures, prefetch on two ranks, mirror release, MLA's sing
 writer, the CP planner) and the faults that make their bugs observable; every catalogued
 bug variant is killed by it (benchmarks/kill_matrix.py).
 
-The budget is shared round-robin: four rounds, each giving every model an equal slice
-(a new Hypothesis seed per round, the model's run coverage carried over), so a bug
-that one model shows quickly is found early whatever its place in the list.
+The budget is shared round-robin: four rounds, each giving every model an equal share of
+what is left (a new Hypothesis seed per round, the model's run coverage carried over), so
+a bug that one model shows quickly is found early whatever its place in the list. The
+budget bounds the search; shrinking a failure has its own (``shrink_budget``).
 """
 
 from __future__ import annotations
@@ -83,11 +84,17 @@ def run_campaign(factory_for, budget: float, examples: int = 100_000, steps: int
     models = default_model_files() if models is None else models
     covs = {name: RunCoverage() for name, _mf in models}
     done = {name: [0, 0.0] for name, _mf in models}
-    slice_s = budget / (ROUNDS * len(models))
+    stop = time.monotonic() + budget
+    slots = ROUNDS * len(models)
     for rnd in range(ROUNDS):
         for name, mf in models:
             stats: dict = {}
             t0 = time.monotonic()
+            # What is left, shared by the slots left: a slow slice shortens the later ones.
+            slice_s = (stop - t0) / slots
+            slots -= 1
+            if slice_s <= 0:
+                continue
             try:
                 machine.run(factory_for(mf.config), examples=examples, steps=steps, seed=seed * 1000 + rnd,
                             record_dir=record_dir, z3_check=z3_check, label=f"{label}-{name}", stats=stats,

@@ -166,7 +166,7 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
     )
 
 
-CHUNK = 5
+CHUNK = 2
 
 
 def _search(driver_factory, examples, steps, name, z3_check, label, stats, deadline, strategy, cov) -> bool:

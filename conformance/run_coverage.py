@@ -37,6 +37,7 @@ class RunCoverage:
         self.steps: Counter = Counter()  # action name -> steps taken
         self.pairs: Set[Tuple[str, FrozenSet[str]]] = set()  # (action, outcome) taken
         self.seen: Set[Tuple[str, FrozenSet[str]]] = set()  # (action, outcome) enabled somewhere
+        self.known: Set[Tuple[str, FrozenSet[str]]] = set()  # ... in the spec's own exploration
         self.frozen = False  # set at the first failure: its replay must see the same counts
 
     def record(self, steps: Counter, pairs, seen) -> None:
@@ -46,17 +47,10 @@ class RunCoverage:
         self.pairs |= pairs
         self.seen |= seen | pairs
 
-    def per_action(self) -> Dict[str, Tuple[int, int, int]]:
-        """action -> (steps, outcomes taken, outcomes seen enabled)."""
-        names = set(self.steps) | {a for a, _o in self.seen}
-        return {
-            n: (self.steps[n], sum(1 for a, _o in self.pairs if a == n), sum(1 for a, _o in self.seen if a == n))
-            for n in sorted(names, key=lambda n: (-self.steps[n], n))
-        }
-
 
 def coverage_table(per_model: Dict[str, RunCoverage], action_order) -> str:
-    """One line per action: steps, and outcomes taken / seen enabled, summed over models."""
+    """One line per action: steps, and outcomes taken / outcomes known (seen enabled by an
+    example or met by the spec's exploration, tiercheck.conformance.atlas), over models."""
     total: Counter = Counter()
     taken: Dict[str, set] = {}
     seen: Dict[str, set] = {}
@@ -64,7 +58,7 @@ def coverage_table(per_model: Dict[str, RunCoverage], action_order) -> str:
         total.update(cov.steps)
         for a, o in cov.pairs:
             taken.setdefault(a, set()).add((model, o))
-        for a, o in cov.seen:
+        for a, o in cov.seen | cov.known:
             seen.setdefault(a, set()).add((model, o))
     all_steps = sum(total.values()) or 1
     lines = [f"{'action':30} {'steps':>7} {'share':>6} {'outcomes':>9}"]

@@ -72,8 +72,10 @@ class Chooser:
             # example's draws must not depend on state outside it (Hypothesis checks).
             self.profile = draw_profile(data, model.action_names())
             start, which = fraction(data, "start"), fraction(data, "target")
-            if strategy == "coverage" and start < 0.5:
+            if strategy == "coverage":
                 atlas = atlas_for(model)
+                cov.known.update(atlas.pairs)
+            if strategy == "coverage" and start < 0.5:
                 todo = [p for p in atlas.pairs if p not in cov.pairs]
                 if todo:
                     self.plan = atlas.path(todo[int(which * len(todo))])
