@@ -93,7 +93,7 @@ def run_campaign(factory_for, budget: float, examples: int = 100_000, steps: int
             # What is left, shared by the slots left: a slow slice shortens the later ones.
             slice_s = (stop - t0) / slots
             slots -= 1
-            if slice_s <= 0:
+            if slice_s <= 0 and rnd:  # round 0 gives every model at least one chunk
                 continue
             try:
                 machine.run(factory_for(mf.config), examples=examples, steps=steps, seed=seed * 1000 + rnd,

@@ -41,10 +41,25 @@ FORMAT = "tiercheck-tour/1"
 def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_000):
     """Write ``tour.json`` (the model and every trace's actions; states are recomputed on
     replay) and a pytest module with one test per trace."""
-    mf = model_file.load(model_ref)
+    return generate_model(model_file.load(model_ref), model_ref, out_dir, max_len, budget)
+
+
+def generate_defaults(out_dir: str, max_len: int = 60, budget: int = 20_000, limit: int = 20_000):
+    """A suite per default conformance model (tiercheck.conformance.defaults), each in
+    ``out_dir/<label>``; models past ``limit`` states get a bounded tour."""
+    from .defaults import default_model_files
+
+    return [
+        (label, *generate_model(mf, label, str(Path(out_dir) / label), max_len, budget, limit, bounded=True))
+        for label, mf in default_model_files()
+    ]
+
+
+def generate_model(mf, source: str, out_dir: str, max_len: int = 60, budget: int = 20_000,
+                   limit: int = 200_000, bounded: bool = False):
     model = Model(mf.config)
     try:
-        tour = build_tour(model, max_len=max_len, budget=budget)
+        tour = build_tour(model, max_len=max_len, budget=budget, limit=limit, bounded=bounded)
     except ValueError as exc:
         raise UserError(f"{mf.path}: {exc}") from None
     out = Path(out_dir)
@@ -57,6 +72,7 @@ def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_0
             "labels": [tour.labels_covered, tour.labels_total],
             "probes": list(tour.probe_names),
             "states": tour.states,
+            "bounded": tour.bounded,
         },
         "traces": [
             {"actions": [a.to_json() for a in tr.actions], "probes": list(tr.probes)} for tr in tour.traces
@@ -66,7 +82,7 @@ def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_0
     cases = [f"trace-{k:03d}" for k in range(len(tour.traces))]
     safe = "".join(c if c.isalnum() else "_" for c in mf.name)
     (out / f"test_tour_{safe}.py").write_text(
-        TEST_MODULE.format(source=model_ref, name=mf.name, cases=cases)
+        TEST_MODULE.format(source=source, name=mf.name, cases=cases)
     )
     return tour, cases
 

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
+from .byte_origin import annotate
 from .compare import Mismatch, check_step
 from .crash import describe_crash
 from .record import write_counterexample
@@ -59,6 +60,8 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
 
         def _fail(self, mm):
             cov.frozen = True
+            if mm.kind == "bytes":
+                mm = mm._replace(message=annotate(self.model, self.actions, self.states, mm.message))
             if stats is not None:
                 stats.setdefault("first_failure_at", time.monotonic())
                 stats.setdefault("first_failure_examples", stats.get("examples", 0))
@@ -69,7 +72,7 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
 
         @initialize(data=st.data())
         def start(self, data):
-            self.chooser = Chooser(strategy, self.model, cov, data)
+            self.chooser = Chooser(strategy, self.model, cov, data, salt_seed=type(self).__name__)
             self.prev = self.driver.state()
             mm = check_step(self.model, -1, self.s, self.prev, self.driver.verify(), z3_check)
             if mm:
@@ -121,7 +124,7 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
     derandomises from the test's identity) and, without ``time_budget``, for a given
     ``cov`` state. Hypothesis's own shrinking is off: the spec-guided shrinker
     (tiercheck.conformance.shrink) does better on these traces. ``time_budget``: seconds
-    after which no new example starts (the run then ends without a verdict against it).
+    after which no new chunk of examples starts (the first always runs).
     """
     stats = {} if stats is None else stats
     stats["started"] = time.monotonic()
@@ -137,7 +140,7 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
     else:
         failed, k = False, 0
         while not failed and stats.get("examples", 0) < examples:
-            if time.monotonic() > stop_at:
+            if k and time.monotonic() > stop_at:  # the first chunk always runs
                 stats["budget_spent"] = True
                 break
             failed = _search(driver_factory, min(CHUNK, examples - stats.get("examples", 0)), steps,
@@ -150,6 +153,8 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
     model = driver_factory_model(driver_factory)
     shrunk, outcome = shrink_failure(driver_factory, model, found, shrink_budget, z3_check)
     mm = outcome.mismatch
+    if mm.kind == "bytes":
+        mm = mm._replace(message=annotate(model, shrunk, outcome.states, mm.message))
     stats["steps_after_shrink"] = len(shrunk)
     stats["shrunk_actions"] = shrunk
     stats["message"] = mm.message

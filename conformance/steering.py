@@ -19,14 +19,16 @@ has already given it. ``coverage`` also multiplies the weight of an action whose
 its examples by walking the spec's shortest path (tiercheck.conformance.atlas) to an
 (action, outcome) pair the run has not taken yet.
 
-Every choice is one draw from Hypothesis's data (three bytes read as a fraction, so the
-draw carries no bias towards the first kind), so an example is a function of its data
+Every choice is one draw from Hypothesis's data (three bytes read as a fraction, salted,
+so the draw carries no bias towards the first kind: Fractions), so an example is a
+function of its data
 and the run-level counts, which change only between examples and freeze at the first
 failure: Hypothesis's replay of the failing example repeats it exactly.
 """
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from typing import Dict, List, Optional
 
@@ -41,18 +43,28 @@ UNCOVERED_BOOST = 16.0  # an action with an outcome the run has not seen yet
 STUTTER_WEIGHT = 1 / 4  # a step the spec says changes nothing (a hit, an idle round)
 
 
-def fraction(data, label: str) -> float:
-    """A number in [0, 1) from Hypothesis's data. Three raw bytes, not ``integers`` or
+class Fractions:
+    """Numbers in [0, 1) from Hypothesis's data. Three raw bytes each, not ``integers`` or
     ``floats``: those put most draws near 0 (measured: 94% of integers(0, 2**20 - 1) fall
-    in the lower half), bytes are close to uniform."""
-    return int.from_bytes(data.draw(st.binary(min_size=3, max_size=3), label=label), "big") / (1 << 24)
+    in the lower half), bytes are close to uniform. Each draw is offset by a salt from a
+    generator seeded by the run's name (the same for every example of the run, so an
+    example is still a function of its data): Hypothesis starts every run with the
+    all-zero example, which unsalted would take the first action at every step."""
+
+    def __init__(self, data, salt_seed):
+        self.data = data
+        self.salt = random.Random(salt_seed)
+
+    def __call__(self, label: str) -> float:
+        v = int.from_bytes(self.data.draw(st.binary(min_size=3, max_size=3), label=label), "big")
+        return ((v + self.salt.getrandbits(24)) % (1 << 24)) / (1 << 24)
 
 
-def draw_profile(data, names) -> Dict[str, float]:
+def draw_profile(fraction, names) -> Dict[str, float]:
     """A swarm profile: action kind -> weight, the kinds left out absent (at least one kept)."""
     profile = {}
     for name in names:
-        v = int(fraction(data, f"swarm:{name}") * 2 * len(_WEIGHTS))
+        v = int(fraction(f"swarm:{name}") * 2 * len(_WEIGHTS))
         if v % 2:
             profile[name] = float(_WEIGHTS[v // 2])
     return profile or {name: 1.0 for name in names}
@@ -61,20 +73,21 @@ def draw_profile(data, names) -> Dict[str, float]:
 class Chooser:
     """One example's action choice; ``cov`` is the run's shared coverage."""
 
-    def __init__(self, strategy: str, model, cov: RunCoverage, data=None):
+    def __init__(self, strategy: str, model, cov: RunCoverage, data=None, salt_seed: str = ""):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
         self.strategy, self.model, self.cov = strategy, model, cov
         self.profile: Optional[Dict[str, float]] = None
         self.plan: List = []  # actions to take first (a path to an uncovered pair)
+        atlas = atlas_for(model)
+        if not cov.known:  # the coverage report's denominator, whatever the strategy
+            cov.known.update(atlas.pairs)
         if strategy != "index" and data is not None:
             # Drawn whatever the strategy and the run's coverage: the shape of an
             # example's draws must not depend on state outside it (Hypothesis checks).
-            self.profile = draw_profile(data, model.action_names())
-            start, which = fraction(data, "start"), fraction(data, "target")
-            if strategy == "coverage":
-                atlas = atlas_for(model)
-                cov.known.update(atlas.pairs)
+            self.fraction = Fractions(data, salt_seed)
+            self.profile = draw_profile(self.fraction, model.action_names())
+            start, which = self.fraction("start"), self.fraction("target")
             if strategy == "coverage" and start < 0.5:
                 todo = [p for p in atlas.pairs if p not in cov.pairs]
                 if todo:
@@ -85,7 +98,7 @@ class Chooser:
 
     def choose(self, data, s, enabled: List):
         """(action, its spec successor) for the next step; None when nothing is enabled."""
-        u = fraction(data, "action") if self.strategy != "index" else None
+        u = self.fraction("action") if self.strategy != "index" else None
         if not enabled:
             return None
         if self.plan:
