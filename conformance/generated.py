@@ -38,10 +38,13 @@ def test_tour(case, tiercheck_impl, tiercheck_backend):
 FORMAT = "tiercheck-tour/1"
 
 
-def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_000):
+def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_000, limit=None):
     """Write ``tour.json`` (the model and every trace's actions; states are recomputed on
-    replay) and a pytest module with one test per trace."""
-    return generate_model(model_file.load(model_ref), model_ref, out_dir, max_len, budget)
+    replay) and a pytest module with one test per trace. ``limit``: a bounded tour of at
+    most that many states (None: the whole model, or an error past 200,000)."""
+    if limit is None:
+        return generate_model(model_file.load(model_ref), model_ref, out_dir, max_len, budget)
+    return generate_model(model_file.load(model_ref), model_ref, out_dir, max_len, budget, limit, bounded=True)
 
 
 def generate_defaults(out_dir: str, max_len: int = 60, budget: int = 20_000, limit: int = 20_000):

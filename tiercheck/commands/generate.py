@@ -16,16 +16,17 @@ def add_arguments(p):
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--max-len", type=int, default=60, help="longest trace (steps)")
     p.add_argument("--budget", type=int, default=20_000, help="most steps in all traces together (per model)")
-    p.add_argument("--limit", type=int, default=20_000,
-                   help="without MODEL: explore at most this many states per model (bigger models get a bounded tour)")
+    p.add_argument("--limit", type=int, default=None,
+                   help="explore at most this many states, a bigger model gets a bounded tour (default without "
+                        "MODEL: 20000; with MODEL: a model over 200000 states is an error)")
 
 
 def run(args) -> int:
     if args.model is None:
-        for label, tour, cases in generate_defaults(args.out, args.max_len, args.budget, args.limit):
+        for label, tour, cases in generate_defaults(args.out, args.max_len, args.budget, args.limit or 20_000):
             print(_summary(label, tour, cases, f"{args.out}/{label}"))
         return 0
-    tour, cases = generate(args.model, args.out, args.max_len, args.budget)
+    tour, cases = generate(args.model, args.out, args.max_len, args.budget, args.limit)
     print(_summary(args.model, tour, cases, args.out))
     return 0
 
