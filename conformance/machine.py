@@ -7,8 +7,10 @@ Per-rank timing actions (which copy or storage operation finishes on which rank,
 pages it stored) are ordinary actions, so Hypothesis interleaves them freely; sync actions
 run through the implementation's collective.
 
-Every failure is written as a trace file in the checker's format; Hypothesis replays the
-minimal example last, so the file left behind is the shrunk counterexample.
+Which enabled action a step takes is tiercheck.conformance.steering's job (swarm profiles,
+run-level rarity and coverage, starts along the spec's shortest paths). A failure is
+shrunk by tiercheck.conformance.shrink (Hypothesis's own shrinking is off) and written as
+a trace file in the checker's format.
 """
 
 from __future__ import annotations
