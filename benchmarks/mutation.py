@@ -38,6 +38,12 @@ except ImportError:  # pragma: no cover
     sys.exit("benchmarks/mutation.py needs cosmic-ray: pip install 'tiercheck[bench]'")
 
 
+def cosmic_ray() -> str:
+    """The cosmic-ray command of this interpreter's environment, else the one on PATH."""
+    here = Path(sys.executable).parent / "cosmic-ray"
+    return str(here) if here.exists() else "cosmic-ray"
+
+
 def config(modules, budget: float, seed: int, timeout: float) -> str:
     paths = ", ".join(f'"{m}"' for m in modules)
     return (
@@ -155,10 +161,10 @@ def main(argv=None) -> int:
         cfg = work / "cosmic-ray.toml"
         cfg.write_text(config(args.module or DEFAULT_MODULES, args.budget, args.seed, args.timeout))
         if not session.exists():
-            subprocess.run(["cosmic-ray", "init", str(cfg), str(session)], cwd=ROOT, check=True)
+            subprocess.run([cosmic_ray(), "init", str(cfg), str(session)], cwd=ROOT, check=True)
             total = sample(session, args.sample, args.seed)
             print(f"running {min(args.sample or total, total)} of {total} mutants (seed {args.seed})", flush=True)
-        subprocess.run(["cosmic-ray", "exec", str(cfg), str(session)], cwd=ROOT, check=True)
+        subprocess.run([cosmic_ray(), "exec", str(cfg), str(session)], cwd=ROOT, check=True)
     return report(session)
 
 

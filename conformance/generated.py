@@ -12,6 +12,7 @@ from tiercheck.models import model_file
 from tiercheck.spec.model import Model
 
 from .adapters import driver_factory
+from .byte_origin import annotate
 from .runner import replay
 from .tour import build_tour
 
@@ -113,8 +114,9 @@ def replay_case(test_file: str, case: str, impl: str, backend: str = "lockstep")
         driver.close()
     if outcome.mismatch is not None:
         mm = outcome.mismatch
+        message = annotate(driver.model, actions, outcome.states, mm.message) if mm.kind == "bytes" else mm.message
         step = "initial state" if mm.step < 0 else f"step {mm.step + 1} ({actions[mm.step]})"
-        raise AssertionError(f"{impl} disagrees with the spec at {step}: {mm.message}")
+        raise AssertionError(f"{impl} disagrees with the spec at {step}: {message}")
 
 
 _TOURS: dict = {}
