@@ -14,6 +14,7 @@ from tiercheck.models.trace import load_json
 from tiercheck.spec.model import Model
 
 from .adapters import driver_factory
+from .byte_origin import annotate
 from .runner import replay
 from .tour import build_tour
 
@@ -40,13 +41,31 @@ def test_tour(case, tiercheck_impl, tiercheck_backend):
 FORMAT = "tiercheck-tour/1"
 
 
-def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_000):
+def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_000, limit=None):
     """Write ``tour.json`` (the model and every trace's actions; states are recomputed on
-    replay) and a pytest module with one test per trace."""
-    mf = model_file.load(model_ref)
+    replay) and a pytest module with one test per trace. ``limit``: a bounded tour of at
+    most that many states (None: the whole model, or an error past 200,000)."""
+    if limit is None:
+        return generate_model(model_file.load(model_ref), model_ref, out_dir, max_len, budget)
+    return generate_model(model_file.load(model_ref), model_ref, out_dir, max_len, budget, limit, bounded=True)
+
+
+def generate_defaults(out_dir: str, max_len: int = 60, budget: int = 20_000, limit: int = 20_000):
+    """A suite per default conformance model (tiercheck.conformance.defaults), each in
+    ``out_dir/<label>``; models past ``limit`` states get a bounded tour."""
+    from .defaults import default_model_files
+
+    return [
+        (label, *generate_model(mf, label, str(Path(out_dir) / label), max_len, budget, limit, bounded=True))
+        for label, mf in default_model_files()
+    ]
+
+
+def generate_model(mf, source: str, out_dir: str, max_len: int = 60, budget: int = 20_000,
+                   limit: int = 200_000, bounded: bool = False):
     model = Model(mf.config)
     try:
-        tour = build_tour(model, max_len=max_len, budget=budget)
+        tour = build_tour(model, max_len=max_len, budget=budget, limit=limit, bounded=bounded)
     except ValueError as exc:
         raise UserError(f"{mf.path}: {exc}") from None
     out = Path(out_dir)
@@ -59,6 +78,7 @@ def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_0
             "labels": [tour.labels_covered, tour.labels_total],
             "probes": list(tour.probe_names),
             "states": tour.states,
+            "bounded": tour.bounded,
         },
         "traces": [
             {"actions": [a.to_json() for a in tr.actions], "probes": list(tr.probes)} for tr in tour.traces
@@ -68,7 +88,7 @@ def generate(model_ref: str, out_dir: str, max_len: int = 60, budget: int = 20_0
     cases = [f"trace-{k:03d}" for k in range(len(tour.traces))]
     safe = "".join(c if c.isalnum() else "_" for c in mf.name)
     (out / f"test_tour_{safe}.py").write_text(
-        TEST_MODULE.format(source=model_ref, name=mf.name, cases=cases)
+        TEST_MODULE.format(source=source, name=mf.name, cases=cases)
     )
     return tour, cases
 
@@ -102,8 +122,9 @@ def replay_case(test_file: str, case: str, impl: str, backend: str = "lockstep")
         driver.close()
     if outcome.mismatch is not None:
         mm = outcome.mismatch
+        message = annotate(driver.model, actions, outcome.states, mm.message) if mm.kind == "bytes" else mm.message
         step = "initial state" if mm.step < 0 else f"step {mm.step + 1} ({actions[mm.step]})"
-        raise AssertionError(f"{impl} disagrees with the spec at {step}: {mm.message}")
+        raise AssertionError(f"{impl} disagrees with the spec at {step}: {message}")
 
 
 _TOURS: dict = {}

@@ -7,8 +7,10 @@ Per-rank timing actions (which copy or storage operation finishes on which rank,
 pages it stored) are ordinary actions, so Hypothesis interleaves them freely; sync actions
 run through the implementation's collective.
 
-Every failure is written as a trace file in the checker's format; Hypothesis replays the
-minimal example last, so the file left behind is the shrunk counterexample.
+Which enabled action a step takes is tiercheck.conformance.steering's job (swarm profiles,
+run-level rarity and coverage, starts along the spec's shortest paths). A failure is
+shrunk by tiercheck.conformance.shrink (Hypothesis's own shrinking is off) and written as
+a trace file in the checker's format.
 """
 
 from __future__ import annotations
@@ -20,12 +22,16 @@ from typing import Callable, Optional
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
-from .compare import check_step
+from .byte_origin import annotate
+from .compare import Mismatch, check_step
+from .crash import describe_crash
 from .record import write_counterexample
+from .run_coverage import RunCoverage
 from .runner import replay
 from .shrink import shrink
+from .steering import Chooser
 
 
 class ConformanceFailure(AssertionError):
@@ -33,12 +39,18 @@ class ConformanceFailure(AssertionError):
 
 
 def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_check=None, label: str = "impl",
-                 stats: Optional[dict] = None):  # noqa: ARG001 -- record_dir: files are written by run()
-    """A RuleBasedStateMachine class driving ``driver_factory()`` against the spec."""
+                 stats: Optional[dict] = None, strategy: str = "coverage",
+                 cov: Optional[RunCoverage] = None):  # noqa: ARG001 -- record_dir: files are written by run()
+    """A RuleBasedStateMachine class driving ``driver_factory()`` against the spec.
+
+    ``strategy``: how each step picks its action (tiercheck.conformance.steering);
+    ``cov``: the run's shared coverage."""
+    cov = RunCoverage() if cov is None else cov
 
     class Conformance(RuleBasedStateMachine):
         def __init__(self):
             super().__init__()
+            self.chooser = None
             self.driver = driver_factory()
             self.model = self.driver.model
             self.s = self.model.init_states()[0]
@@ -49,6 +61,9 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
                 stats["examples"] = stats.get("examples", 0) + 1
 
         def _fail(self, mm):
+            cov.frozen = True
+            if mm.kind == "bytes":
+                mm = mm._replace(message=annotate(self.model, self.actions, self.states, mm.message))
             if stats is not None:
                 stats.setdefault("first_failure_at", time.monotonic())
                 stats.setdefault("first_failure_examples", stats.get("examples", 0))
@@ -57,8 +72,9 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
             where = "initial state" if mm.step < 0 else f"step {mm.step + 1} ({self.actions[mm.step]})"
             raise ConformanceFailure(f"{label} disagrees with the spec at {where}: {mm.message}")
 
-        @initialize()
-        def start(self):
+        @initialize(data=st.data())
+        def start(self, data):
+            self.chooser = Chooser(strategy, self.model, cov, data, salt_seed=type(self).__name__)
             self.prev = self.driver.state()
             mm = check_step(self.model, -1, self.s, self.prev, self.driver.verify(), z3_check)
             if mm:
@@ -69,21 +85,14 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
                 self._enabled, self._enabled_for = self.model.actions(self.s), self.s
             return self._enabled
 
-        @precondition(lambda self: bool(self.enabled()))
         @rule(data=st.data())
         def step(self, data):
-            # Name first, then parameters: a rare action (a prefetch, a sync round) is as
-            # likely as the one with the most parameter values (insert, evict).
-            enabled = self.enabled()
-            by_name = {}
-            for x in enabled:  # actions() lists them grouped, in ACTIONS order
-                by_name.setdefault(x.name, []).append(x)
-            groups = list(by_name.values())
-            # Plain integer draws: much cheaper than sampled_from, and they shrink towards
-            # the first action of the first enabled kind.
-            group = groups[data.draw(st.integers(0, len(groups) - 1), label="action")]
-            a = group[data.draw(st.integers(0, len(group) - 1), label="params")] if len(group) > 1 else group[0]
-            t = self.model.next_state(self.s, a)
+            # No precondition: a step with nothing enabled (a halted group) still makes
+            # its draw, so an example's draws never depend on state outside it.
+            choice = self.chooser.choose(data, self.s, self.enabled())
+            if choice is None:
+                return
+            a, t = choice
             self.actions.append(a)
             self.states.append(t)
             try:
@@ -93,9 +102,7 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
             except ConformanceFailure:
                 raise
             except Exception as exc:  # noqa: BLE001 -- an implementation crash is a finding
-                from .compare import Mismatch
-
-                self._fail(Mismatch(len(self.actions) - 1, "error", f"{type(exc).__name__}: {exc}", t))
+                self._fail(Mismatch(len(self.actions) - 1, "error", describe_crash(exc, a, self.driver), t))
             mm = check_step(self.model, len(self.actions) - 1, t, got, problems, z3_check,
                             before=self.prev, action=a)
             if mm:
@@ -103,56 +110,53 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
             self.s, self.prev = t, got
 
         def teardown(self):
+            if self.chooser is not None:
+                self.chooser.finish()
             self.driver.close()
 
     return Conformance
 
 
 def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, record_dir=None, z3_check=None,
-        label="impl", stats=None, deadline=None, shrink_budget: float = 60.0):
+        label="impl", stats=None, deadline=None, shrink_budget: float = 60.0, strategy: str = "coverage",
+        cov: Optional[RunCoverage] = None, time_budget: Optional[float] = None):
     """Run the stateful test; on a disagreement shrink it, write it, raise ConformanceFailure.
 
     Deterministic for a given seed (the machine class is named after it, and Hypothesis
-    derandomises from the test's identity). Hypothesis's own shrinking is off: the
-    spec-guided shrinker (tiercheck.conformance.shrink) does better on these traces.
+    derandomises from the test's identity) and, without ``time_budget``, for a given
+    ``cov`` state. Hypothesis's own shrinking is off: the spec-guided shrinker
+    (tiercheck.conformance.shrink) does better on these traces. ``time_budget``: seconds
+    after which no new chunk of examples starts (the first always runs).
     """
     stats = {} if stats is None else stats
     stats["started"] = time.monotonic()
-    machine = make_machine(driver_factory, None, z3_check, label, stats)
-    machine.__name__ = machine.__qualname__ = f"Conformance_{label}_{seed}".replace("-", "_")
-    cfg = settings(
-        max_examples=examples,
-        stateful_step_count=steps,
-        derandomize=True,
-        database=None,
-        deadline=deadline,
-        phases=(Phase.explicit, Phase.reuse, Phase.generate),
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-    )
-    try:
-        run_state_machine_as_test(machine, settings=cfg)
+    cov = RunCoverage() if cov is None else cov
+    stats["coverage"] = cov
+    stop_at = None if time_budget is None else stats["started"] + time_budget
+    # Under a time budget, Hypothesis runs in chunks of CHUNK examples, each a run of its
+    # own (seeded by the chunk's number), until the time is spent: a run cannot be
+    # stopped from inside without Hypothesis calling the example flaky.
+    if stop_at is None:
+        failed = _search(driver_factory, examples, steps, f"Conformance_{label}_{seed}", z3_check, label, stats,
+                         deadline, strategy, cov)
+    else:
+        failed, k = False, 0
+        while not failed and stats.get("examples", 0) < examples:
+            if k and time.monotonic() > stop_at:  # the first chunk always runs
+                stats["budget_spent"] = True
+                break
+            failed = _search(driver_factory, min(CHUNK, examples - stats.get("examples", 0)), steps,
+                             f"Conformance_{label}_{seed}_{k}", z3_check, label, stats, deadline, strategy, cov)
+            k += 1
+    if not failed:
         return
-    except ConformanceFailure:
-        pass
     found = stats["failing_actions"]
     stats["steps_before_shrink"] = len(found)
-
-    def still_fails(actions):
-        driver = driver_factory()
-        try:
-            return replay(driver, actions, z3_check=z3_check).mismatch is not None
-        finally:
-            driver.close()
-
     model = driver_factory_model(driver_factory)
-    shrunk = shrink(model, still_fails, found, shrink_budget)
-    driver = driver_factory()
-    try:
-        outcome = replay(driver, shrunk, z3_check=z3_check)
-    finally:
-        driver.close()
+    shrunk, outcome = shrink_failure(driver_factory, model, found, shrink_budget, z3_check)
     mm = outcome.mismatch
+    if mm.kind == "bytes":
+        mm = mm._replace(message=annotate(model, shrunk, outcome.states, mm.message))
     stats["steps_after_shrink"] = len(shrunk)
     stats["shrunk_actions"] = shrunk
     stats["message"] = mm.message
@@ -167,6 +171,63 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
         f"{label} disagrees with the spec at {where}: {mm.message}"
         + (f"\ncounterexample ({len(found)} steps, shrunk to {len(shrunk)}): {path}" if path else "")
     )
+
+
+CHUNK = 2
+
+
+def _search(driver_factory, examples, steps, name, z3_check, label, stats, deadline, strategy, cov) -> bool:
+    """One Hypothesis run; True when it found a disagreement (recorded in ``stats``)."""
+    machine = make_machine(driver_factory, None, z3_check, label, stats, strategy, cov)
+    machine.__name__ = machine.__qualname__ = name.replace("-", "_")
+    cfg = settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        derandomize=True,
+        database=None,
+        deadline=deadline,
+        phases=(Phase.explicit, Phase.reuse, Phase.generate),
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+        report_multiple_bugs=False,
+    )
+    try:
+        run_state_machine_as_test(machine, settings=cfg)
+        return False
+    except ConformanceFailure:
+        return True
+
+
+def shrink_failure(driver_factory, model, found, shrink_budget, z3_check=None):
+    """The shortest sequence found that replays to the same disagreement as ``found``,
+    and its replay outcome."""
+
+    def replayed(actions):
+        driver = driver_factory()
+        try:
+            return replay(driver, actions, z3_check=z3_check)
+        finally:
+            driver.close()
+
+    key = disagreement(replayed(found).mismatch)
+
+    def still_fails(actions):
+        got = disagreement(replayed(actions).mismatch)
+        return got is not None and (key is None or got == key)
+
+    shrunk = shrink(model, still_fails, found, shrink_budget)
+    return shrunk, replayed(shrunk)
+
+
+def disagreement(mm):
+    """What makes two failures 'the same': the kind of mismatch (a state difference, a
+    broken invariant, wrong bytes, the same exception type). Not the step it follows: one
+    bug can show at the split that causes it or at the drain round that notices."""
+    if mm is None:
+        return None
+    if mm.kind == "error":
+        return mm.kind, mm.message.split(":")[0]
+    return (mm.kind,)
 
 
 def driver_factory_model(driver_factory):

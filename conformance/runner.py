@@ -7,6 +7,7 @@ from typing import List, NamedTuple, Optional
 from tiercheck.spec.action import Action
 
 from .compare import Mismatch, check_step
+from .crash import describe_crash
 
 
 class Outcome(NamedTuple):
@@ -42,7 +43,7 @@ def replay(driver, actions: List[Action], expect_disabled=(), z3_check=None) -> 
             got = driver.state()
             problems = driver.verify()
         except Exception as exc:  # noqa: BLE001
-            return Outcome(i + 1, Mismatch(i, "error", f"{a}: {type(exc).__name__}: {exc}", t), states)
+            return Outcome(i + 1, Mismatch(i, "error", describe_crash(exc, a, driver), t), states)
         mm = check_step(model, i, t, got, problems, z3_check, before=prev, action=a)
         states.append(t)
         if mm:

@@ -7,7 +7,9 @@ implementation must not move there either), and probe every action in some reach
 state where its guard is false. Each trace walks the shortest path to the nearest
 uncovered transition, takes it, and goes on until it reaches ``max_len``. When the model
 has more transitions than ``budget`` steps can cover, the tour covers every action label
-first and then as many transitions as fit, and says so.
+first and then as many transitions as fit, and says so. A model with more than ``limit``
+states is explored breadth-first up to the limit (``Tour.bounded``): the tour then covers
+the transitions of the states within it, every action label they enable included.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ class Tour(NamedTuple):
     states: int
     transitions_covered: int
     transitions_total: int
+    bounded: bool = False  # exploration stopped at the state limit
 
 
-def explore(model, limit: int = 200_000):
-    """States, their successor edges, and each state's candidate-but-disabled actions."""
+def explore(model, limit: int = 200_000, bounded: bool = False):
+    """States and their successor edges. Past ``limit`` states: ValueError, or with
+    ``bounded`` the states beyond are left out (edges to them too)."""
     init = model.init_states()[0]
     index = {init: 0}
     states = [init]
@@ -50,6 +54,8 @@ def explore(model, limit: int = 200_000):
                 j = index.get(t)
                 if j is None:
                     if len(states) >= limit:
+                        if bounded:
+                            continue
                         raise ValueError(f"model has more than {limit} states: too big for a tour")
                     j = index[t] = len(states)
                     states.append(t)
@@ -71,8 +77,8 @@ def _disabled_candidates(model, s) -> List[Action]:
     return out
 
 
-def build_tour(model, max_len: int = 60, limit: int = 200_000, budget: int = 20_000) -> Tour:
-    states, edges = explore(model, limit)
+def build_tour(model, max_len: int = 60, limit: int = 200_000, budget: int = 20_000, bounded: bool = False) -> Tour:
+    states, edges = explore(model, limit, bounded)
     all_edges = {(i, a) for i, out in enumerate(edges) for a, _ in out}
     labels = {a for _i, a in all_edges}
     probe_at: Dict[str, Tuple[int, Action]] = {}
@@ -115,6 +121,7 @@ def build_tour(model, max_len: int = 60, limit: int = 200_000, budget: int = 20_
         states=len(states),
         transitions_covered=len(all_edges) - len(uncovered),
         transitions_total=len(all_edges),
+        bounded=bounded and len(states) >= limit,
     )
 
 

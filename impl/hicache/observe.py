@@ -84,7 +84,6 @@ class Inspect:
         """Problems found, [] when every resident copy holds the right bytes and every
         allocated slot has exactly one owner."""
         out: list[str] = []
-        cr = self.content_rank
         dev_owned: list[int] = []
         host_owned: list[int] = []
         for n in self.tree.nodes():
@@ -96,13 +95,9 @@ class Inspect:
             if n.host != "absent":
                 host_owned += n.host_slots or []
             if n.dev == "resident":
-                bad = verify_pages(self.device_pool, n.dev_slots, n.pages, cr)
-                if bad:
-                    out.append(f"node {name}: wrong bytes in device slots {bad}")
+                out += self._wrong_bytes(name, "device", self.device_pool, n.dev_slots, n.pages)
             if n.host == "resident":
-                bad = verify_pages(self.host_pool, n.host_slots, n.pages, cr)
-                if bad:
-                    out.append(f"node {name}: wrong bytes in host slots {bad}")
+                out += self._wrong_bytes(name, "host", self.host_pool, n.host_slots, n.pages)
             if n.dev != "resident" and n.host != "resident":
                 out.append(f"node {name}: no usable copy (device {n.dev}, host {n.host})")
         for op in self.pq:
@@ -114,6 +109,15 @@ class Inspect:
         if check_store and self.cfg.storage:
             out += self._verify_store()
         return [f"rank {self.rank}: {m}" for m in out]
+
+    def _wrong_bytes(self, name, pool_name: str, pool, slots, pages) -> list[str]:
+        """One line naming the pool and, per bad slot, the page it should hold."""
+        bad = set(verify_pages(pool, slots, pages, self.content_rank))
+        if not bad:
+            return []
+        where = ", ".join(f"page {'/'.join(map(str, self._p(h)))} (slot {s})"
+                          for s, h in zip(slots, pages) if s in bad)
+        return [f"node {name}: wrong bytes in the {pool_name} pool: {where}"]
 
     @staticmethod
     def _ownership(what: str, pool, owned: list[int]) -> list[str]:

@@ -179,7 +179,7 @@ def test_reclaim_during_loadback(bug):
         assert g.evict_node([2]) == ([1] if bug else [0])
         load_all(g)
         problems = g.verify()
-        assert any("node (1,): wrong bytes in device slots" in p for p in problems) == bug
+        assert any("node (1,): wrong bytes in the device pool" in p for p in problems) == bug
         if not bug:
             assert problems == []
 
@@ -199,7 +199,7 @@ def test_split_drops_pending_mark(bug):
         g.evict_node([3])
         load_all(g)
         problems = g.verify()
-        assert any("node (1,): wrong bytes in device slots" in p for p in problems) == bug
+        assert any("node (1,): wrong bytes in the device pool" in p for p in problems) == bug
         if not bug:
             assert problems == []
 
