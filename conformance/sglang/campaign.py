@@ -52,9 +52,11 @@ class Counting:
         self.driver.close()
 
 
-def conform(model_ref, backend, examples, steps, seed, out_dir, without=()):
+def conform(model_ref, backend, examples, steps, seed, out_dir, without=(), strategy="index"):
     """The stateful suite; ``without``: spec options switched off on the spec side only
-    (the run then shows what SGLang does that the option models)."""
+    (the run then shows what SGLang does that the option models). ``strategy``: the
+    machine's action choice (tiercheck.conformance.steering); the committed history was
+    run with "index", so that stays the default for reproducible tables."""
     from dataclasses import replace
 
     from tiercheck.conformance import machine
@@ -71,7 +73,7 @@ def conform(model_ref, backend, examples, steps, seed, out_dir, without=()):
     label = "-".join(["sglang", *(f"without-{o}" for o in without)])
     try:
         machine.run(factory, examples=examples, steps=steps, seed=seed, record_dir=out_dir, label=label,
-                    stats=stats)
+                    stats=stats, strategy=strategy)
         row["result"] = "conforms"
     except machine.ConformanceFailure as exc:
         row["result"] = "disagrees"
@@ -199,6 +201,8 @@ def main(argv=None) -> int:
     p.add_argument("--examples", type=int, default=30)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--strategy", default="index", help="action choice (tiercheck.conformance.steering; "
+                   "'index' reproduces docs/findings/history.md, 'coverage' steers to untaken actions)")
     p.add_argument("--no-tours", action="store_true", help="skip the generated transition tours")
     p.add_argument("--no-conform", action="store_true", help="only the tours")
     p.add_argument("--out", default=".tiercheck/sglang-counterexamples")
@@ -228,7 +232,7 @@ def main(argv=None) -> int:
         rows = []
         if not args.no_conform:
             rows.append(dict(kind="conform", **conform(model_ref, backend, args.examples, args.steps, args.seed,
-                                                       args.out, without)))
+                                                       args.out, without, args.strategy)))
         if not args.no_tours:
             rows.append(dict(kind="tour", **tour(model_ref, backend)))
         per_rank = coverage(model_ref, backend)
