@@ -7,9 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from tiercheck.models import model_file
-
-LIBRARY = Path(model_file.LIBRARY)
+TOUR = Path(__file__).resolve().parents[1] / "generated" / "wt-2r" / "tour.json"  # a shipped tour (tests/)
 
 
 def nested_toml(depth: int) -> str:
@@ -29,7 +27,7 @@ def damaged_trace(d: Path, name: str, edit) -> str:
 
 
 def damaged_tour(d: Path) -> str:
-    doc = json.loads((LIBRARY.parent.parent / "tests/generated/wt-2r/tour.json").read_text())
+    doc = json.loads(TOUR.read_text())
     doc["traces"][3]["actions"][2] = {"action": "evict", "node": 99}
     (d / "tour.json").write_text(json.dumps(doc))
     return "tour.json"
@@ -91,5 +89,5 @@ ROWS = [
     ("a model with a violation", lambda d: ["check", "variants/host-starvation"], 1),
     ("`check --max-states 10` (partial)", lambda d: ["check", "wt-storage-2r", "--max-states", "10"], 3),
     ("a clean replay", lambda d: ["replay", "cex.json", "--impl", "spec"], 0),
-    ("a generated tour (every trace in it)", lambda d: ["replay", str(LIBRARY.parent.parent / "tests/generated/wt-2r/tour.json"), "--impl", "spec"], 0),
+    ("a generated tour (every trace in it)", lambda d: ["replay", str(TOUR), "--impl", "spec"], 0),
 ]
