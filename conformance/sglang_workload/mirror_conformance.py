@@ -28,8 +28,8 @@ import types
 
 from tiercheck.errors import UserError
 
-from .. import sglang as adapter
 from ..sglang import controls as ctl
+from ..sglang import driver as adapter
 from ..sglang import core as sglang_rank
 from ..sglang.core import SGLangRank
 
@@ -104,7 +104,6 @@ class MirrorDriver(adapter.SGLangDriver):
     name = "sglang+mirror-release"
 
     def __init__(self, cfg, timeout: float = 30.0):
-        adapter.require_lane()
         if not cfg.mirror_release:
             raise UserError("mirror conformance: the model must have mirror_release = true")
         if cfg.ranks != 1:
@@ -116,6 +115,7 @@ class MirrorDriver(adapter.SGLangDriver):
 
         from tiercheck.spec.model import Model
 
+        self.version = adapter.require_lane()
         self.model = Model(cfg)
         self.hung = ""
         self._tmp = tempfile.TemporaryDirectory(prefix="tiercheck-sglang-l3-")
