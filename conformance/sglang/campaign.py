@@ -214,6 +214,8 @@ def main(argv=None) -> int:
         print(f"{len(actions)} steps: {', '.join(map(str, actions))}")
         return 0
     from tiercheck.conformance.sglang import paths as sglang_paths
+    from tiercheck.conformance.sglang.driver import check_supported, require_lane
+    from tiercheck.errors import UserError
 
     failed = 0
     for spec in args.runs:
@@ -221,6 +223,16 @@ def main(argv=None) -> int:
         model_ref, _, backend = spec_part.partition("@")
         backend = backend or "lockstep"
         without = [o for o in off.split(",") if o] + list(args.without)
+        try:
+            check_supported(load_config(model_ref), require_lane())
+        except UserError as exc:  # a model this release's adapter core does not map
+            row = {"kind": "conform" if not args.no_conform else "tour", "model": model_ref, "backend": backend,
+                   "result": "n/a", "message": str(exc)}
+            print(json.dumps(row), flush=True)
+            if args.json:
+                with open(args.json, "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+            continue
         if backend == "lockstep":
             sglang_paths.reset()
         else:
