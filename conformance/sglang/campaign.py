@@ -239,8 +239,11 @@ def main(argv=None) -> int:
             coverage(model_ref, backend, reset=True)
         rows = []
         if not args.no_conform:
+            # One folder per run: counterexample files are named by their steps, and two
+            # runs can shrink to the same steps on different models.
+            run_dir = Path(args.out) / spec.replace("/", "-").replace("@", "-").replace(":", "-r").replace("!", "-")
             rows.append(dict(kind="conform", **conform(model_ref, backend, args.examples, args.steps, args.seed,
-                                                       args.out, without)))
+                                                       str(run_dir), without)))
         if not args.no_tours:
             rows.append(dict(kind="tour", **tour(model_ref, backend)))
         per_rank = coverage(model_ref, backend)

@@ -84,7 +84,7 @@ def _params(model, action) -> dict:
 class SGLangDriver:
     name = "sglang"
 
-    def __init__(self, cfg, backend: str = "lockstep", timeout: float = 10.0, spec_cfg=None):
+    def __init__(self, cfg, backend: str = "lockstep", timeout: float = 30.0, spec_cfg=None):
         """``spec_cfg``: the spec's constants when they differ from the ones SGLang is
         built with (an option switched off to show the difference it models)."""
         self.version = require_lane()
