@@ -59,11 +59,16 @@ HRC_PATHS = (
     ("loading_check", HRC, "loading_check", "H->D acks committed"),
 )
 
+def _refused(result) -> bool:
+    """None, or a false count/flag (HiRadixCache returns 0 / None; a tensor is a success)."""
+    return result is None or (not hasattr(result, "numel") and not result)
+
+
 # Outcomes worth telling apart: name -> (path it refines, predicate on the return value).
 OUTCOMES = {
-    "backup_rejected": ("backup_one", lambda r: r is None or r == 0, "host admission rejected the backup (starvation)"),
+    "backup_rejected": ("backup_one", _refused, "host admission rejected the backup (starvation)"),
     "evict_host_freed_nothing": ("evict_host", lambda r: not r, "host eviction found no victim"),
-    "load_back_refused": ("load_back", lambda r: r is None or (isinstance(r, (bool, int)) and not r), "load-back refused (pending/short)"),
+    "load_back_refused": ("load_back", _refused, "load-back refused (pending/short)"),
 }
 
 _COUNTS: dict = {}
