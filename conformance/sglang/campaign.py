@@ -218,6 +218,8 @@ def main(argv=None) -> int:
         print(f"{len(actions)} steps: {', '.join(map(str, actions))}")
         return 0
     from tiercheck.conformance.sglang import paths as sglang_paths
+    from tiercheck.conformance.sglang.driver import check_supported, require_lane
+    from tiercheck.errors import UserError
 
     failed = 0
     for spec in args.runs:
@@ -225,14 +227,27 @@ def main(argv=None) -> int:
         model_ref, _, backend = spec_part.partition("@")
         backend = backend or "lockstep"
         without = [o for o in off.split(",") if o] + list(args.without)
+        try:
+            check_supported(load_config(model_ref), require_lane())
+        except UserError as exc:  # a model this release's adapter core does not map
+            row = {"kind": "conform" if not args.no_conform else "tour", "model": model_ref, "backend": backend,
+                   "result": "n/a", "message": str(exc)}
+            print(json.dumps(row), flush=True)
+            if args.json:
+                with open(args.json, "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+            continue
         if backend == "lockstep":
             sglang_paths.reset()
         else:
             coverage(model_ref, backend, reset=True)
         rows = []
         if not args.no_conform:
+            # One folder per run: counterexample files are named by their steps, and two
+            # runs can shrink to the same steps on different models.
+            run_dir = Path(args.out) / spec.replace("/", "-").replace("@", "-").replace(":", "-r").replace("!", "-")
             rows.append(dict(kind="conform", **conform(model_ref, backend, args.examples, args.steps, args.seed,
-                                                       args.out, without, args.strategy)))
+                                                       str(run_dir), without, args.strategy)))
         if not args.no_tours:
             rows.append(dict(kind="tour", **tour(model_ref, backend)))
         per_rank = coverage(model_ref, backend)

@@ -38,9 +38,11 @@ def full_component():
 
 
 class SGLangRank:
+    PATHS = paths.PATHS  # the upstream paths this core counts
+
     def __init__(self, cfg, rank: int = 0, world: int = 1, group=None, storage_dir=None):
         self.version, self.shim = shims.installed()
-        paths.install()
+        paths.install(self.PATHS)
         from tiercheck.spec.model import Model
 
         self.cfg = cfg
@@ -67,9 +69,7 @@ class SGLangRank:
         global FULL
         from sglang.kernels.ops.attention.fla.chunk_delta_h import CHUNK_SIZE
         from sglang.srt.environ import envs
-        from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
         from sglang.srt.mem_cache.cache_init_params import CacheInitParams
-        from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
         from sglang.srt.mem_cache.unified_cache.unified_tree_core import UnifiedTreeNode
         from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
         from sglang.srt.runtime_context import get_parallel
@@ -101,13 +101,7 @@ class SGLangRank:
         )
         args._mamba_cache_chunk_size = max(CHUNK_SIZE, 1)
         set_global_server_args_for_scheduler(args)
-        self.req_to_token_pool = ReqToTokenPool(size=4, max_context_len=64, device="cpu",
-                                                enable_memory_saver=False)
-        self.kv_pool = MHATokenToKVPool(size=cfg.device_pages, page_size=1, dtype=torch.float32,
-                                        head_num=1, head_dim=2, layer_num=1, device="cpu",
-                                        enable_memory_saver=False)
-        self.allocator = TokenToKVPoolAllocator(size=cfg.device_pages, dtype=torch.float32,
-                                                device="cpu", kvcache=self.kv_pool, need_sort=False)
+        self._device_pools()
         params = CacheInitParams(
             disable=False, req_to_token_pool=self.req_to_token_pool,
             token_to_kv_pool_allocator=self.allocator, page_size=1,
@@ -134,6 +128,20 @@ class SGLangRank:
         self.gate = ctl.StorageGate(self.cc) if cfg.storage else None
         if cfg.storage:
             self._page_keys()
+
+    def _device_pools(self):
+        """The device side the scheduler owns: request slots, one-layer KV pool, allocator
+        (page size 1, so a spec page is one token)."""
+        from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
+        from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
+
+        pages = self.cfg.device_pages
+        self.req_to_token_pool = ReqToTokenPool(size=4, max_context_len=64, device="cpu",
+                                                enable_memory_saver=False)
+        self.kv_pool = MHATokenToKVPool(size=pages, page_size=1, dtype=torch.float32, head_num=1, head_dim=2,
+                                        layer_num=1, device="cpu", enable_memory_saver=False)
+        self.allocator = TokenToKVPoolAllocator(size=pages, dtype=torch.float32, device="cpu",
+                                                kvcache=self.kv_pool, need_sort=False)
 
     def _page_keys(self):
         """Each model page's L3 key: SGLang's chained page hash of its token path."""
@@ -199,7 +207,7 @@ class SGLangRank:
         node, i = self.core.root_node, 0
         while i < len(tokens):
             child = next((c for c in node.children.values() if c.key.token_ids[0] == tokens[i]), None)
-            if child is None or child.component_data[FULL].value is None:
+            if child is None or self._copies(child)[0] is None:
                 break
             key = list(child.key.token_ids)
             n = 0
@@ -222,12 +230,16 @@ class SGLangRank:
     def apply(self, name: str, params: dict, fail: bool = False) -> None:
         getattr(self, "do_" + name)(fail=fail, **params)
 
-    def do_insert(self, tokens, fail=False):
-        from sglang.srt.mem_cache.base_prefix_cache import InsertParams, MatchPrefixParams
+    def _key(self, tokens):
         from sglang.srt.mem_cache.radix_cache import RadixKey
 
+        return RadixKey(array("q", tokens))
+
+    def do_insert(self, tokens, fail=False):
+        from sglang.srt.mem_cache.base_prefix_cache import InsertParams, MatchPrefixParams
+
         tokens = list(tokens)
-        key = RadixKey(array("q", tokens))
+        key = self._key(tokens)
         on_device = self.shim.device_prefix_len(self, key)  # read-only
         need = len(tokens) - on_device
         if need > self.allocator.available_size():
@@ -277,9 +289,12 @@ class SGLangRank:
         total = sum(len(c.key) for c in chain)
         if total > self.allocator.available_size():
             return  # no room: the scheduler would evict first
-        if self.cache.load_back(x.id):
+        if self._start_load_back(x):
             self.load_spans[x.id] = (first, tuple(node))
             self.cache.ready_to_load_host_cache()
+
+    def _start_load_back(self, x) -> bool:
+        return bool(self.cache.load_back(x.id))
 
     def do_storage_backup_done(self, pages, fail=False):
         if self.gate is None:
@@ -385,32 +400,12 @@ class SGLangRank:
         holds = self._load_anchor_holds()
         nodes = {}
         for x, end, start in self.nodes():
-            cd = x.component_data[FULL]
-            if cd.value is None:
-                dev = "absent"
-            else:
-                dev = "loading" if end in loading else "resident"
-            if cd.host_value is None:
-                host = "absent"
-            else:
-                host = "writing" if x.write_through_pending_id is not None else "resident"
-            nodes[end] = {
-                "start": start,
-                "dev": dev,
-                "host": host,
-                "lock_ref": cd.lock_ref,
-                "host_ref": cd.host_lock_ref - holds.get(x.id, 0),
-                "hit_count": x.hit_count,
-                "load_back_pending": x.load_back_pending_id is not None,
-                "released": False,
-            }
+            nodes[end] = dict(start=start, **self._node_state(x, end in loading, holds.get(x.id, 0)))
         cache, cc = self.cache, self.cc
         wq = []
         for ack in cc.ack_write_queue:
             for ack_id in ack.node_ids:
-                pending = cache.ongoing_write_through[ack_id]
-                top = self.core.node_by_id(pending.publish_node_ids[0])
-                low = self.core.node_by_id(ack_id)
+                top, low = self._write_span(ack_id)
                 wq.append((ctl.node_path(top.parent) + tuple(top.key.token_ids[:1]), ctl.node_path(low)))
         lq = [self.load_spans[a] for ack in cc.ack_load_queue for a in ack.node_ids]
         sq, sdone = [], []
@@ -447,40 +442,68 @@ class SGLangRank:
             "halted": self.halted,
         }
 
+    def _node_state(self, x, loading: bool, anchor_holds: int) -> dict:
+        cd = x.component_data[FULL]
+        return {
+            "dev": "absent" if cd.value is None else "loading" if loading else "resident",
+            "host": "absent" if cd.host_value is None
+            else "writing" if x.write_through_pending_id is not None else "resident",
+            "lock_ref": cd.lock_ref,
+            "host_ref": cd.host_lock_ref - anchor_holds,
+            "hit_count": x.hit_count,
+            "load_back_pending": x.load_back_pending_id is not None,
+            "released": False,
+        }
+
+    def _write_span(self, ack_id):
+        """(top node, lowest node) of the chain one D->H ack publishes."""
+        pending = self.cache.ongoing_write_through[ack_id]
+        return self.core.node_by_id(pending.publish_node_ids[0]), self.core.node_by_id(ack_id)
+
     def _store(self):
         backend = self.cc.storage_backend
         return sorted(path for path, key in self.key_of.items() if backend.exists(key))
 
     # -- verification ---------------------------------------------------------------------
 
+    def _copies(self, x):
+        """(device slots, host slots) of a node, each None when it has no such copy."""
+        cd = x.component_data[FULL]
+        return cd.value, cd.host_value
+
+    def _host_slots(self):
+        """(layer 0 host K buffer, free host slots, host pool size)."""
+        host = self.host_pool.anchor_entry.host_pool
+        return host.k_buffer[0], [i for i in range(host.size) if not bool(host.slot_used[i])], host.size
+
     def verify(self) -> list:
         """Bytes and slot ownership: every device/host copy a node holds has its pages'
         KV rows; no slot is owned twice or both owned and free; nothing leaks."""
         out = []
         k_dev = self.kv_pool.get_key_buffer(0)
-        host = self.host_pool.anchor_entry.host_pool
+        k_host, host_free, host_size = self._host_slots()
         dev_owned, host_owned = [], []
         for x, end, start in self.nodes():
-            cd = x.component_data[FULL]
+            value, host_value = self._copies(x)
             paths = [end[: len(end) - len(x.key) + i + 1] for i in range(len(x.key))]
             want = torch.tensor([self._expected(p) for p in paths])
             name = "/".join(map(str, end))
-            if cd.value is not None:
-                slots = cd.value.to(torch.int64)
+            if value is not None:
+                slots = value.to(torch.int64)
                 dev_owned += slots.tolist()
                 got = k_dev[slots][:, 0, 0]
                 if not torch.equal(got, want):
                     out.append(f"rank {self.rank}: node {name}: device KV {got.tolist()} != {want.tolist()}")
-            if cd.host_value is not None:
-                slots = cd.host_value.to(torch.int64)
+            if host_value is not None:
+                slots = host_value.to(torch.int64)
                 host_owned += slots.tolist()
-                got = host.k_buffer[0][slots][:, 0, 0]
+                got = k_host[slots][:, 0, 0]
                 if not torch.equal(got, want):
                     out.append(f"rank {self.rank}: node {name}: host KV {got.tolist()} != {want.tolist()}")
         free_dev = self.allocator.free_pages.tolist() + self.allocator.release_pages.tolist()
         for what, owned, free, total in (
             ("device", dev_owned, free_dev, set(range(1, self.cfg.device_pages + 1))),
-            ("host", host_owned, [i for i in range(host.size) if not bool(host.slot_used[i])], set(range(host.size))),
+            ("host", host_owned, host_free, set(range(host_size))),
         ):
             if len(set(owned)) != len(owned):
                 out.append(f"rank {self.rank}: {what} slot owned twice: {sorted(owned)}")

@@ -52,7 +52,13 @@ def require_lane() -> str:
     return version
 
 
-def check_supported(cfg) -> None:
+def check_supported(cfg, version: str | None = None) -> None:
+    from .shims import select
+
+    if version is not None and select(version).core == "hrc":
+        from .core_hrc import check_supported as hrc_supported
+
+        hrc_supported(cfg, version)
     for flag, why in UNSUPPORTED.items():
         if getattr(cfg, flag):
             raise UserError(f"--impl sglang: model has {flag} = true, which the adapter cannot drive: {why}")
@@ -77,7 +83,7 @@ class SGLangDriver:
         """``spec_cfg``: the spec's constants when they differ from the ones SGLang is
         built with (an option switched off to show the difference it models)."""
         self.version = require_lane()
-        check_supported(cfg)
+        check_supported(cfg, self.version)
         self.model = Model(spec_cfg or cfg)
         self.hung = ""
         self._tmp = tempfile.TemporaryDirectory(prefix="tiercheck-sglang-l3-") if cfg.storage else None
@@ -88,9 +94,9 @@ class SGLangDriver:
             if cfg.ranks != 1:
                 raise UserError("--impl sglang: TP ranks need real processes (SGLang's collectives "
                                 "are torch.distributed): use --backend gloo")
-            from .core import SGLangRank
+            from .shims import rank_class
 
-            self._local = SGLangRank(cfg, 0, 1, None, store)
+            self._local = rank_class(self.version)(cfg, 0, 1, None, store)
         else:
             self._gloo = gloo_ranks(cfg.ranks, timeout)
             self._gloo.call(range(cfg.ranks), "build", cfg, store)
@@ -170,10 +176,13 @@ _STOP = None
 
 def _serve(group, inqs, outqs):
     """The command loop of one gloo rank: one SGLangRank at a time."""
+    import importlib.metadata as md
+
     import torch.distributed as dist
 
-    from .core import SGLangRank
+    from .shims import rank_class
 
+    SGLangRank = rank_class(md.version("sglang"))
     r, world = group.rank, group.world_size
     holder = None
     outqs[r].put(("ready", None, None))
@@ -278,7 +287,12 @@ def gloo_ranks(world: int, timeout: float) -> GlooRanks:
         from . import patches
 
         patches.apply()
-        import sglang.srt.mem_cache.unified_radix_cache  # noqa: F401
+        import importlib
+        import importlib.metadata as md
+
+        from .shims import cache_module
+
+        importlib.import_module(cache_module(md.version("sglang")))
 
         pool = _POOLS[world] = GlooRanks(world, timeout)
     return pool

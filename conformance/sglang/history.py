@@ -205,6 +205,9 @@ def run(args) -> int:
             bad = sum(r.get("result") == "disagrees" or bool(r.get("disagreements")) for r in res["rows"])
             print(f"{release}: {len(res['rows'])} runs, {bad} disagree, {res['seconds']} s", flush=True)
             (work / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        # Again at the end: releases taken from the last run (--reuse) come after the last
+        # campaign run, and the next --reuse needs them too.
+        (work / "results.json").write_text(json.dumps(results, indent=1, default=str))
         findings = _collect_findings(results, out / "traces" / "history")
         traces = list(dict.fromkeys(f["trace"] for f in findings if f["trace"]))
         replays = {}

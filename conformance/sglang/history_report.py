@@ -110,10 +110,14 @@ def write_report(data: dict, path: Path) -> None:
               "Stateful runs: result (steps applied before the first disagreement, or in all);"
               " tours: disagreeing traces / traces.", ""]
     by_run: dict = {}
+    unmapped: dict = {}  # why a run is n/a -> releases
     for r in results:
         for row in r.get("rows", ()):
             name = f"{row['kind']} `{row['model']}{'@gloo' if row['backend'] == 'gloo' else ''}`"
-            if row["kind"] == "conform":
+            if row.get("result") == "n/a":  # the release's adapter core does not map the model
+                cell = "n/a"
+                unmapped.setdefault(row["message"].split(": ", 1)[-1], []).append(r["release"])
+            elif row["kind"] == "conform":
                 cell = f"{row['result']} ({row['steps']})"
             else:
                 cell = f"{len(row['disagreements'])}/{row['traces']} disagree"
@@ -122,6 +126,8 @@ def write_report(data: dict, path: Path) -> None:
     lines.append("|---|" + "---|" * len(ran))
     for name, cells in by_run.items():
         lines.append(f"| {name} | " + " | ".join(cells.get(r, "-") for r in ran) + " |")
+    for why, rels in unmapped.items():
+        lines.append(f"\nn/a on {', '.join(dict.fromkeys(rels))}: {why}.")
     lines += ["", "Spec actions never taken on a release (all runs together), and why:", ""]
     for r in results:
         if "skipped" in r:

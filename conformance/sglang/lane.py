@@ -52,6 +52,17 @@ LANE_PINNED_NO_DEPS = ("xgrammar",)
 MARKER = "lane.json"
 
 
+def release_extras(version: str) -> tuple[list[str], list[str]]:
+    """(packages, import-only stand-ins) a release needs beyond its pins on a CPU lane:
+    einops is imported at module level from 0.5.12.post1 to 0.5.19 without being declared;
+    before 0.5.16 the host pool imports sgl_kernel (a CUDA build) unconditionally, and only
+    calls the transfer functions the CPU patches replace."""
+    v = parse(version)
+    packages = ["einops"] if parse("0.5.12.post1") <= v < parse("0.5.20") else []
+    stubs = ["sgl_kernel"] if v < parse("0.5.16") else []
+    return packages, stubs
+
+
 def lanes_dir(flag: str | None = None) -> Path:
     if flag:
         return Path(flag).expanduser()
@@ -236,6 +247,13 @@ def setup(root: Path, version: str | None = None, source: str | None = None,
         if bare:
             _pip(py, "--no-deps", *bare, log=log)
         pins += bare
+        if source is None:
+            extras, stubs = release_extras(version)
+            if extras:
+                _pip(py, *extras, log=log)
+            for name in stubs:
+                _pip(py, "--no-deps", "--no-build-isolation", write_stub(root, name, STUBS[name]), log=log)
+            pins += extras + [f"{name} (stand-in)" for name in stubs]
         _install_tiercheck(py, lane, tc_root, log)
         installed = _installed_version(py)
         from .shims import probe_command
@@ -288,30 +306,39 @@ def module_getattr(modname):
 '''
 
 
+# Import-only stand-ins a release may need (name -> its submodules), see release_extras.
+STUBS = {"sgl_kernel": ("", "kvcacheio")}
+
+
 def write_torchvision_stub(root: Path) -> Path:
     """sglang (multimodal utils under sglang.srt.configs) and transformers import
     torchvision at module level; the real one drags a CUDA torch in. The KV-cache code
     never uses it, so lanes get an import-only stand-in whose attributes raise on use."""
-    stub = root / "torchvision-stub"
+    return write_stub(root, "torchvision", _STUB_MODULES)
+
+
+def write_stub(root: Path, name: str, modules) -> Path:
+    """An installable package ``name`` whose modules import and whose attributes raise on use."""
+    stub = root / f"{name.replace('_', '-')}-stub"
     if stub.exists():
         shutil.rmtree(stub)
-    pkg = stub / "torchvision"
+    pkg = stub / name
     pkg.mkdir(parents=True)
     (stub / "pyproject.toml").write_text(
         '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
-        f'[project]\nname = "torchvision"\nversion = "{STUB_VERSION}"\n'
-        'description = "Import-only stand-in: SGLang CPU lanes never use torchvision"\n'
-        '[tool.setuptools.packages.find]\ninclude = ["torchvision*"]\n')
-    (pkg / "_placeholder.py").write_text(_PLACEHOLDER)
-    subpackages = {m.rpartition(".")[0] for m in _STUB_MODULES if "." in m}
-    for mod in _STUB_MODULES:
-        dotted = ".".join(filter(None, ("torchvision", mod)))
+        f'[project]\nname = "{name}"\nversion = "{STUB_VERSION}"\n'
+        f'description = "Import-only stand-in: SGLang CPU lanes never use {name}"\n'
+        f'[tool.setuptools.packages.find]\ninclude = ["{name}*"]\n')
+    (pkg / "_placeholder.py").write_text(_PLACEHOLDER.replace("torchvision stand-in", f"{name} stand-in"))
+    subpackages = {m.rpartition(".")[0] for m in modules if "." in m}
+    for mod in modules:
+        dotted = ".".join(filter(None, (name, mod)))
         if mod == "" or mod in subpackages:
             target = pkg.joinpath(*filter(None, mod.split("."))) / "__init__.py"
         else:
             target = pkg.joinpath(*mod.split(".")).with_suffix(".py")
         target.parent.mkdir(parents=True, exist_ok=True)
-        body = (f'"""torchvision stand-in ({dotted})."""\nfrom torchvision._placeholder import module_getattr\n\n'
+        body = (f'"""{name} stand-in ({dotted})."""\nfrom {name}._placeholder import module_getattr\n\n'
                 f'__getattr__ = module_getattr("{dotted}")\n')
         if mod == "":
             body += f'__version__ = "{STUB_VERSION}"\n'

@@ -1,4 +1,4 @@
-"""Runtime patches that let upstream SGLang HiCache (0.5.18 onwards) run on a CPU-only torch.
+"""Runtime patches that let upstream SGLang HiCache run on a CPU-only torch (0.5.13.post1 onwards).
 
 Imported only inside an SGLang lane (`tiercheck lane setup` builds it);
 nothing here changes HiCache's protocol logic. Each patch replaces a device-specific
@@ -49,18 +49,19 @@ def apply() -> list[str]:
     APPLIED.append('get_device() -> "cpu"')
 
     # Host pool buffers: the default allocator registers memory with cudaHostRegister.
-    from sglang.srt.mem_cache.pool_host import common as ph_common
+    # memory_pool_host holds the allocator table before 0.5.14 and re-exports
+    # pool_host.common's (the same dict) after.
+    from sglang.srt.mem_cache import memory_pool_host as mph
 
     def alloc_plain(dims, dtype, device, pin_memory=False, **_):
         return torch.empty(dims, dtype=dtype, device=device)
 
-    ph_common.ALLOC_MEMORY_FUNCS["cpu"] = alloc_plain
-    APPLIED.append('pool_host ALLOC_MEMORY_FUNCS["cpu"] = torch.empty')
+    mph.ALLOC_MEMORY_FUNCS["cpu"] = alloc_plain
+    APPLIED.append('host pool ALLOC_MEMORY_FUNCS["cpu"] = torch.empty')
 
     # io_backend "direct" + layout "layer_first" calls sgl_kernel.transfer_kv_direct, which
-    # is only imported on CUDA/HIP/XPU: a torch index copy does the same rows.
-    from sglang.srt.mem_cache.pool_host import mha as ph_mha
-
+    # is only imported on CUDA/HIP/XPU: a torch index copy does the same rows. The MHA host
+    # pool reads the name from pool_host.mha (0.5.16+) or memory_pool_host (before).
     def transfer_kv_direct(src_layers, dst_layers, src_indices, dst_indices, page_size):
         src_idx = src_indices.to(torch.int64)
         dst_idx = dst_indices.to(torch.int64)
@@ -68,8 +69,19 @@ def apply() -> list[str]:
             rows = src.index_select(0, src_idx.to(src.device)).to(dst.device)
             dst.index_copy_(0, dst_idx.to(dst.device), rows)
 
-    ph_mha.transfer_kv_direct = transfer_kv_direct
-    APPLIED.append("pool_host.mha.transfer_kv_direct = torch index_select/index_copy_")
+    import importlib
+    import importlib.util
+
+    try:
+        from sglang.srt.mem_cache.pool_host import mha as ph_mha
+    except ImportError:
+        ph_mha = None
+    if ph_mha is not None:
+        ph_mha.transfer_kv_direct = transfer_kv_direct
+        APPLIED.append("pool_host.mha.transfer_kv_direct = torch index_select/index_copy_")
+    else:  # the import there is conditional, so the name may not exist yet
+        mph.transfer_kv_direct = transfer_kv_direct
+        APPLIED.append("memory_pool_host.transfer_kv_direct = torch index_select/index_copy_")
 
     # torch.cpu.Stream has no synchronize(); the transfer engine calls it.
     if not hasattr(torch.cpu.Stream, "synchronize"):
@@ -79,9 +91,8 @@ def apply() -> list[str]:
     # The MHA host pool asks for pinned memory, which a CPU-only torch refuses. Every
     # module that imported the pool-class chooser gets the wrapped one (which modules
     # those are differs between releases).
-    import importlib
-    import importlib.util
-
+    if ph_mha is None or not hasattr(ph_mha, "get_mha_host_pool_cls"):
+        return APPLIED  # HiRadixCache releases: with the allocator above pinning is ignored
     orig_cls = ph_mha.get_mha_host_pool_cls
 
     def get_mha_host_pool_cls(device_pool):

@@ -42,25 +42,49 @@ PATHS = (
     ("drain_storage", URC, "_drain_storage_control_queues_impl", "storage queues drained"),
 )
 
+HRC = "sglang.srt.mem_cache.hiradix_cache:HiRadixCache"
+# The same paths in HiRadixCache (core_hrc): one class carries tree and protocol.
+HRC_PATHS = (
+    ("insert", HRC, "insert", "insert walk"),
+    ("match_prefix", HRC, "match_prefix", "prefix match"),
+    ("split", HRC, "_split_node", "node split (insert or match)"),
+    ("backup_one", HRC, "write_backup", "one D->H admission (host pool check)"),
+    ("evict_host", HRC, "evict_host", "host eviction for admission"),
+    ("evict", HRC, "evict", "device eviction"),
+    ("demote", HRC, "_evict_backuped", "backed device leaf demoted to host-only"),
+    ("delete_unbacked", HRC, "_evict_regular", "unbacked device leaf deleted"),
+    ("writing_check", HRC, "writing_check", "D->H acks committed"),
+    ("finish_write_through", HRC, "_finish_write_through_ack", "one D->H ack finished on a node"),
+    ("load_back", HRC, "load_back", "H->D load-back"),
+    ("loading_check", HRC, "loading_check", "H->D acks committed"),
+)
+
+def _refused(result) -> bool:
+    """None, or a false count/flag (HiRadixCache returns 0 / None; a tensor is a success)."""
+    return result is None or (not hasattr(result, "numel") and not result)
+
+
 # Outcomes worth telling apart: name -> (path it refines, predicate on the return value).
 OUTCOMES = {
-    "backup_rejected": ("backup_one", lambda r: r is None, "host admission rejected the backup (starvation)"),
+    "backup_rejected": ("backup_one", _refused, "host admission rejected the backup (starvation)"),
     "evict_host_freed_nothing": ("evict_host", lambda r: not r, "host eviction found no victim"),
-    "load_back_refused": ("load_back", lambda r: not r, "load-back refused (pending/short)"),
+    "load_back_refused": ("load_back", _refused, "load-back refused (pending/short)"),
 }
 
 _COUNTS: dict = {}
 _INSTALLED: list = []
 _ABSENT: list = []  # paths this release does not have (reported as None, never as 0)
+_TABLE: list = [PATHS]  # the table install() wrapped
 
 
-def install() -> None:
-    """Wrap every path once per process (idempotent)."""
+def install(table=PATHS) -> None:
+    """Wrap every path of ``table`` once per process (idempotent)."""
     if _INSTALLED:
         return
     import importlib
 
-    for name, where, method, _what in PATHS:
+    _TABLE[0] = table
+    for name, where, method, _what in table:
         mod, cls_name = where.split(":")
         cls = getattr(importlib.import_module(mod), cls_name)
         orig = getattr(cls, method, None)
@@ -83,13 +107,13 @@ def install() -> None:
 
 
 def counts() -> dict:
-    names = [name for name, *_ in PATHS] + list(OUTCOMES)
+    names = [name for name, *_ in _TABLE[0]] + list(OUTCOMES)
     absent = set(_ABSENT) | {o for o, (base, *_r) in OUTCOMES.items() if base in _ABSENT}
     return {name: None if name in absent else _COUNTS.get(name, 0) for name in names}
 
 
 def describe(name: str) -> str:
-    for n, _where, _method, what in PATHS:
+    for n, _where, _method, what in _TABLE[0]:
         if n == name:
             return what
     return OUTCOMES[name][2]

@@ -13,9 +13,11 @@ a silently different run.
 | ``Unified20`` | 0.5.20 | backups are submitted at insert (no ``flush_pending_backups``); the TreeCore backend is an environment variable |
 | ``Unified19`` | 0.5.19 | no ``match_full_device_prefix`` (the adapter reads the device prefix itself), ``get_hash_str`` for L3 keys, ComponentType in ``unified_cache.component_type`` |
 | ``Unified18`` | 0.5.18 | the device eviction walk returns the node id alone (no progress flag); the fused round has no prefetch-ack queue size |
+| ``HiRadix13`` | 0.5.13.post1 - 0.5.14 | another cache class: HiRadixCache, driven by ``core_hrc.HiRadixRank`` |
+| ``HiRadix12`` | 0.5.12.post1 | one node per write-through ack (no ``write_through_pending_id``); no collective in ``loading_check`` |
 
-Releases before 0.5.18 (HiRadixCache, or a UnifiedRadixCache without the write_back
-duplicate reclaim and load-back pending marks) have no shim: ``select`` says why.
+``Shim.core`` names the adapter core that drives the release: ``urc`` (core.py) or
+``hrc`` (core_hrc.py). Other releases before 0.5.18 have no shim: ``select`` says why.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Shim:
 
     name = "Unified22"
     first = "0.5.22"
+    core = "urc"
     REQUIRES = COMMON + (
         f"{URC}.flush_pending_backups", f"{URC}.path_device_indices", f"{UTC}.match_full_device_prefix",
         "sglang.srt.mem_cache.utils:get_storage_hash_str",
@@ -170,13 +173,67 @@ class Unified18(Unified19):
             extra_release_counts=dict(zip(extra_pools, sizes[3:])), log_metrics=False)
 
 
+HRC = "sglang.srt.mem_cache.hiradix_cache:HiRadixCache"
+
+
+class HiRadix13:
+    """HiRadixCache with per-ack write-through bookkeeping (``ongoing_write_through``
+    entries of (lock node, backup length, publish nodes); ``write_through_pending_id``)
+    and a MIN all-reduce in both ``writing_check`` and ``loading_check``."""
+
+    name, first, last, core = "HiRadix13", "0.5.13.post1", "0.5.14", "hrc"
+    REQUIRES = (
+        f"{HRC}.match_prefix", f"{HRC}.insert", f"{HRC}.evict", f"{HRC}.evict_host", f"{HRC}.load_back",
+        f"{HRC}.ready_to_load_host_cache", f"{HRC}.writing_check", f"{HRC}.loading_check",
+        f"{HRC}._finish_write_through_ack", f"{HRC}.write_backup",
+        f"{HCC}.start_writing", f"{HCC}.start_loading", f"{HCC}.write",
+    )
+
+    def device_prefix_len(self, rank, key) -> int:
+        return rank.device_prefix_walk(list(key.token_ids))
+
+    def prefix_indices(self, rank, match):
+        return match.device_indices
+
+    def flush_backups(self, rank) -> None:
+        return None  # write() submits each backup at once
+
+    def host_writing(self, cache, node) -> bool:
+        """Whether the node's host copy waits for its D->H ack."""
+        return node.write_through_pending_id is not None
+
+    def write_span(self, cache, ack_id):
+        """(top node, lowest node) of what one D->H ack publishes."""
+        _lock_node, _backup_len, publish = cache.ongoing_write_through[ack_id]
+        return publish[0], publish[-1]
+
+
+class HiRadix12(HiRadix13):
+    """``ongoing_write_through`` maps an ack id to the one node it was submitted for (a
+    split leaves the upper half out); ``loading_check`` has no collective."""
+
+    name, first, last = "HiRadix12", "0.5.12.post1", "0.5.12.post1"
+    REQUIRES = tuple(r for r in HiRadix13.REQUIRES if not r.endswith("._finish_write_through_ack"))
+
+    def host_writing(self, cache, node) -> bool:
+        return node.id in cache.ongoing_write_through
+
+    def write_span(self, cache, ack_id):
+        node = cache.ongoing_write_through[ack_id]
+        return node, node
+
+
 SHIMS = (Shim(), Unified21(), Unified20(), Unified19(), Unified18())  # newest first
+HRC_SHIMS = (HiRadix13(), HiRadix12())
 NO_SHIM = (
     ("0.5.17", "UnifiedRadixCache without the write_back duplicate reclaim and load-back pending marks "
                "(the spec's sglang models need both); no shim"),
-    ("0.5.12.post1", "HiCache is HiRadixCache by default, and the opt-in UnifiedRadixCache has object nodes "
-                     "(before the TreeCore): no adapter core for either yet"),
-    ("0.0.0", "HiCache is HiRadixCache (sglang.srt.mem_cache.hiradix_cache): no adapter core for it yet"),
+    ("0.5.14.post1", "HiRadixCache after the 0.5.15 eviction rework (_evict_write_back/_evict_write_through): "
+                     "no HiRadixCache shim for this shape yet"),
+    ("0.5.13", "HiRadixCache release between the HiRadix12 and HiRadix13 shapes, not probed: no shim"),
+    ("0.5.11", "HiRadixCache release not probed with the HiRadix12 shim (same collectives per the "
+               "function diffs): no shim yet"),
+    ("0.0.0", "HiRadixCache 0.5.10 (collectives on the plain TP group): no HiRadixCache shim for it yet"),
 )
 
 
@@ -185,6 +242,9 @@ def select(version: str) -> Shim:
     v = parse(version)
     for shim in SHIMS:
         if v >= parse(shim.first):
+            return shim
+    for shim in HRC_SHIMS:
+        if parse(shim.first) <= v <= parse(shim.last):
             return shim
     for first, why in NO_SHIM:
         if v >= parse(first):
@@ -200,6 +260,22 @@ def component_type():
         if found is not None:
             return found
     raise UserError("this sglang has no unified_cache ComponentType (expected by every shim)")
+
+
+def rank_class(version: str):
+    """The adapter core class that drives this release."""
+    if select(version).core == "hrc":
+        from .core_hrc import HiRadixRank
+
+        return HiRadixRank
+    from .core import SGLangRank
+
+    return SGLangRank
+
+
+def cache_module(version: str) -> str:
+    """The module holding the release's HiCache class (imported before gloo ranks fork)."""
+    return HRC.partition(":")[0] if select(version).core == "hrc" else URC.partition(":")[0]
 
 
 def resolve(name: str):

@@ -35,14 +35,24 @@ def test_lane_spec():
 @pytest.mark.parametrize("version, shim", [
     ("0.5.23", "Unified22"), ("0.5.22", "Unified22"), ("0.5.21", "Unified21"), ("0.5.20", "Unified20"),
     ("0.5.19", "Unified19"), ("0.5.18", "Unified18"), ("0.5.30", "Unified22"),
+    ("0.5.14", "HiRadix13"), ("0.5.13.post1", "HiRadix13"), ("0.5.12.post1", "HiRadix12"),
 ])
 def test_shim_selection(version, shim):
     assert shims.select(version).name == shim
 
 
+@pytest.mark.parametrize("version, core", [
+    ("0.5.23", "urc"), ("0.5.18", "urc"), ("0.5.14", "hrc"), ("0.5.13.post1", "hrc"), ("0.5.12.post1", "hrc"),
+])
+def test_release_selects_its_adapter_core(version, core):
+    """UnifiedRadixCache releases go to core.SGLangRank, HiRadixCache ones to core_hrc."""
+    assert shims.select(version).core == core
+    assert shims.cache_module(version).endswith("unified_radix_cache" if core == "urc" else "hiradix_cache")
+
+
 @pytest.mark.parametrize("version, why", [
-    ("0.5.17", "duplicate reclaim"), ("0.5.14", "object nodes"), ("0.5.12.post1", "object nodes"),
-    ("0.5.12", "HiRadixCache"), ("0.5.10", "HiRadixCache"),
+    ("0.5.17", "duplicate reclaim"), ("0.5.15.post1", "eviction rework"), ("0.5.15", "eviction rework"),
+    ("0.5.13", "not probed"), ("0.5.12", "not probed"), ("0.5.10", "HiRadixCache 0.5.10"),
 ])
 def test_no_shim_says_why(version, why):
     with pytest.raises(UserError, match=why):
@@ -117,6 +127,21 @@ def test_lane_list_orders_by_release_and_python_of_missing(tmp_path):
     assert [i["sglang"] for i in lanes.list_lanes(tmp_path)] == ["0.5.9", "0.5.23"]
     with pytest.raises(UserError, match="tiercheck lane setup sglang==0.5.20"):
         lanes.python_of(tmp_path, "0.5.20")
+
+
+def test_release_extras():
+    assert lanes.release_extras("0.5.12.post1") == (["einops"], ["sgl_kernel"])
+    assert lanes.release_extras("0.5.16") == (["einops"], [])
+    assert lanes.release_extras("0.5.20") == ([], [])
+
+
+def test_sgl_kernel_stub_imports(tmp_path):
+    stub = lanes.write_stub(tmp_path, "sgl_kernel", lanes.STUBS["sgl_kernel"])
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "from sgl_kernel.kvcacheio import transfer_kv_direct\n"
+            "try: transfer_kv_direct(1)\nexcept RuntimeError as e: print('raises', 'sgl_kernel stand-in' in str(e))")
+    out = subprocess.run([sys.executable, "-c", code, str(stub)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "raises True"
 
 
 def test_torchvision_stub_imports(tmp_path):

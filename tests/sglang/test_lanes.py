@@ -95,6 +95,30 @@ def test_history_trace_replays_as_recorded(trace, verdict):
     assert row["result"] == verdict, row.get("message")
 
 
+@pytest.mark.gloo
+def test_writing_check_with_one_empty_write_queue():
+    """HiRadixCache's early-return-collective: rank 1's host allocation fails (so only rank
+    0 has a write-through in flight), rank 0's copy finishes, writing_check. Up to
+    0.5.13.post1 rank 1 returns before the MIN all-reduce that rank 0 waits in: the gloo
+    timeout is reported as the hung sync point. From 0.5.14 both ranks enter it."""
+    from tiercheck.conformance.sglang import SGLangDriver
+    from tiercheck.conformance.sglang.versions import parse
+    from tiercheck.models import model_file
+    from tiercheck.spec.action import act
+
+    if shims.select(_version()).core != "hrc":
+        pytest.skip("a HiRadixCache release")
+    driver = SGLangDriver(model_file.load("sglang/wt-alloc-leak-2r").config, backend="gloo", timeout=5.0)
+    try:
+        driver.apply(act("insert", req=0, fail=(1,)))
+        driver.apply(act("write_dma_done", rank=0))
+        driver.apply(act("writing_check"))
+        state = driver.state()
+    finally:
+        driver.close()
+    assert state.hung == ("writing_check" if parse(_version()) <= parse("0.5.13.post1") else "")
+
+
 @pytest.mark.slow
 def test_source_checkout_lane_conforms(tmp_path):
     """A local checkout (here: this lane's sglang package with a minimal pyproject, as an
