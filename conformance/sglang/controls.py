@@ -111,7 +111,9 @@ class StorageGate:
         import sglang.srt.managers.cache_controller as cc_mod
 
         # One page per storage batch: a write failing after k pages then reports k (the
-        # batch loop is unchanged; 128-page batches would round the report down).
+        # batch loop is unchanged; 128-page batches would round the report down). The
+        # constant is module-global: restore() puts the release's value back.
+        self._cc_mod, self._batch = cc_mod, cc_mod.STORAGE_BATCH_SIZE
         cc_mod.STORAGE_BATCH_SIZE = 1
         self.cc = cc
         self.timeout = timeout
@@ -141,6 +143,9 @@ class StorageGate:
             return page_set(hashes, host_indices, extra_info)
 
         cc._page_backup, cc.page_set_func = gated_backup, budgeted_set
+
+    def restore(self) -> None:
+        self._cc_mod.STORAGE_BATCH_SIZE = self._batch
 
     def finish(self, pages: int) -> None:
         """Let the oldest pending backup finish with ``pages`` pages stored; returns once

@@ -126,6 +126,8 @@ class SGLangRank:
         self.core.eviction_strategy = self.order
         ctl.hold_copy_acks(self.cc, unmerged=self.shim.write_is_merged())
         self.gate = ctl.StorageGate(self.cc) if cfg.storage else None
+        if self.gate is not None:
+            self._exit.callback(self.gate.restore)
         if cfg.storage:
             self._page_keys()
 
