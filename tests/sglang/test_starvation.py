@@ -8,7 +8,7 @@ import pytest
 
 LANE = "0.5.23" in [d.version for d in md.distributions(name="sglang")]
 pytestmark = [pytest.mark.sglang,
-              pytest.mark.skipif(not LANE, reason="needs the SGLang 0.5.23 lane (scripts/setup_sglang_lane.sh)")]
+              pytest.mark.skipif(not LANE, reason="needs the SGLang 0.5.23 lane (tiercheck lane setup sglang==0.5.23)")]
 
 
 def test_patch_applies_to_a_copy_of_the_release_idempotently(tmp_path):
