@@ -24,6 +24,9 @@ def add_arguments(p):
         if name == "setup":
             s.add_argument("--python", help="the interpreter lanes are created from (default: this one's base)")
             s.add_argument("--force", action="store_true", help="rebuild the lane (not the base)")
+            s.add_argument("--patch", action="append", default=[], metavar="NAME",
+                           help="then apply a tiercheck patch to the lane's sglang (idempotent; e.g. "
+                                "mirror-release, seed 000's design for 0.5.23: docs/findings/sglang-starvation.md)")
         if name == "list":
             s.add_argument("--json", action="store_true", help="one JSON object per lane")
 
@@ -44,5 +47,12 @@ def run(args) -> int:
         return 0
     import sys
 
-    print(lanes.setup(root, version, source, python=args.python, force=args.force, out=sys.stderr))
+    py = lanes.setup(root, version, source, python=args.python, force=args.force, out=sys.stderr)
+    if args.patch:
+        from tiercheck.conformance.sglang_workload import patch
+
+        where, installed = patch.lane_sglang(str(py))
+        for name in args.patch:
+            print(patch.apply_patch(name, where, installed), file=sys.stderr)
+    print(py)
     return 0

@@ -160,3 +160,14 @@ def test_lane_cli_bad_input(tmp_path):
     assert main(["lane", "python", "sglang==0.5.20", "--lanes-dir", str(tmp_path)]) != 0
     assert main(["lane", "setup", "sglang=0.5.20", "--lanes-dir", str(tmp_path)]) != 0
     assert main(["lane", "list", "--lanes-dir", str(tmp_path)]) == 0
+
+
+def test_lane_setup_takes_patches_by_name_and_refuses_an_unknown_one():
+    from tiercheck.cli import build_parser
+    from tiercheck.conformance.sglang_workload import patch
+    from tiercheck.errors import UserError
+
+    args = build_parser().parse_args(["lane", "setup", "sglang==0.5.23", "--patch", "mirror-release"])
+    assert args.patch == ["mirror-release"]
+    with pytest.raises(UserError, match="unknown patch 'nope'"):
+        patch.apply_patch("nope", "unused", "0.5.23")
