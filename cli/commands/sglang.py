@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 NAME = "sglang"
-HELP = "SGLang campaigns: one release (in its lane) or every release (history)"
+HELP = "SGLang: the campaign on one release (in its lane), the history over every release, the starvation workload"
 
 
 def add_arguments(p):
