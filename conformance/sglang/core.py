@@ -37,6 +37,32 @@ def full_component():
     return shims.component_type().FULL
 
 
+def rank_server_args(exit_stack, rank: int, world: int, storage_dir, **hicache):
+    """The ServerArgs of one TP rank of a CPU HiCache (page size 1, direct io, layer-first
+    host layout, the file L3 backend in ``storage_dir`` when given), with the rank's
+    parallel context and storage directory entered on ``exit_stack``; ``hicache``
+    overrides or adds hicache_* settings. Installed as the scheduler's global args."""
+    from sglang.kernels.ops.attention.fla.chunk_delta_h import CHUNK_SIZE
+    from sglang.srt.environ import envs
+    from sglang.srt.runtime_context import get_parallel
+    from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
+
+    exit_stack.enter_context(get_parallel().override(
+        tp_rank=rank, tp_size=world, attn_tp_rank=rank, attn_tp_size=world, moe_tp_size=world,
+        pp_rank=0, pp_size=1))
+    settings = dict(hicache_io_backend="direct", hicache_mem_layout="layer_first",
+                    hicache_storage_backend=None, hicache_storage_prefetch_policy="wait_complete")
+    if storage_dir is not None:
+        exit_stack.enter_context(envs.SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR.override(storage_dir))
+        settings.update(hicache_storage_backend="file",
+                        hicache_storage_backend_extra_config=json.dumps({"prefetch_threshold": 1}))
+    settings.update(hicache)
+    args = ServerArgs(model_path="dummy", page_size=1, **settings)
+    args._mamba_cache_chunk_size = max(CHUNK_SIZE, 1)
+    set_global_server_args_for_scheduler(args)
+    return args
+
+
 class SGLangRank:
     PATHS = paths.PATHS  # the upstream paths this core counts
 
@@ -67,40 +93,20 @@ class SGLangRank:
 
     def _build(self, group, storage_dir):
         global FULL
-        from sglang.kernels.ops.attention.fla.chunk_delta_h import CHUNK_SIZE
-        from sglang.srt.environ import envs
         from sglang.srt.mem_cache.cache_init_params import CacheInitParams
         from sglang.srt.mem_cache.unified_cache.unified_tree_core import UnifiedTreeNode
         from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
-        from sglang.srt.runtime_context import get_parallel
-        from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
 
         FULL = full_component()
         cfg = self.cfg
         # Node ids come from a process-global counter and feed the reclaim digest; every
         # rank starts a cache where a fresh rank process would.
         UnifiedTreeNode.counter = 0
-        w, r = self.world, self.rank
-        self._exit.enter_context(get_parallel().override(
-            tp_rank=r, tp_size=w, attn_tp_rank=r, attn_tp_size=w, moe_tp_size=w,
-            pp_rank=0, pp_size=1))
-        extra = None
-        if cfg.storage:
-            self._exit.enter_context(envs.SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR.override(storage_dir))
-            extra = json.dumps({"prefetch_threshold": 1})
         # host pool size = int(device * ratio) + 1 padding page (all of it allocatable):
         # pick the ratio that makes it exactly host_pages.
         ratio = (max(cfg.host_pages, 1) - 0.5) / cfg.device_pages
-        args = ServerArgs(
-            model_path="dummy", page_size=1,
-            hicache_io_backend="direct", hicache_mem_layout="layer_first",
-            hicache_write_policy=cfg.policy, hicache_ratio=ratio,
-            hicache_storage_backend="file" if cfg.storage else None,
-            hicache_storage_backend_extra_config=extra,
-            hicache_storage_prefetch_policy="wait_complete",
-        )
-        args._mamba_cache_chunk_size = max(CHUNK_SIZE, 1)
-        set_global_server_args_for_scheduler(args)
+        args = rank_server_args(self._exit, self.rank, self.world, storage_dir if cfg.storage else None,
+                                hicache_write_policy=cfg.policy, hicache_ratio=ratio)
         self._device_pools()
         params = CacheInitParams(
             disable=False, req_to_token_pool=self.req_to_token_pool,

@@ -14,7 +14,6 @@ tree says it holds (``verify``), and a storage page against its page's tokens.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from array import array
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from ..sglang import patches as sglang_patches
+from ..sglang.core import rank_server_args
 
 SPLIT = 1 << 15
 
@@ -73,38 +73,20 @@ class Engine:
             raise
 
     def _build(self, storage_dir, group):
-        from sglang.kernels.ops.attention.fla.chunk_delta_h import CHUNK_SIZE
-        from sglang.srt.environ import envs
         from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
         from sglang.srt.mem_cache.cache_init_params import CacheInitParams
         from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
         from sglang.srt.mem_cache.unified_cache.components.base import ComponentType
         from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
-        from sglang.srt.runtime_context import get_parallel
-        from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
 
         s = self.setup
         self.FULL = ComponentType.FULL
-        w, r = self.world, self.rank
-        self._exit.enter_context(get_parallel().override(
-            tp_rank=r, tp_size=w, attn_tp_rank=r, attn_tp_size=w, moe_tp_size=w, pp_rank=0, pp_size=1))
-        extra = None
-        if s.storage:
-            if storage_dir is None:
-                raise ValueError("a storage run needs a storage directory")
-            self._exit.enter_context(envs.SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR.override(storage_dir))
-            extra = json.dumps({"prefetch_threshold": 1})
-        args = ServerArgs(
-            model_path="dummy", page_size=1,
-            hicache_io_backend=s.io_backend, hicache_mem_layout=s.mem_layout,
-            hicache_write_policy=s.policy, hicache_ratio=s.ratio, hicache_size=s.hicache_size_gb,
-            hicache_host_memory_mode=s.host_memory_mode,
-            hicache_storage_backend="file" if s.storage else None,
-            hicache_storage_backend_extra_config=extra,
-            hicache_storage_prefetch_policy="wait_complete",
-        )
-        args._mamba_cache_chunk_size = max(CHUNK_SIZE, 1)
-        set_global_server_args_for_scheduler(args)
+        if s.storage and storage_dir is None:
+            raise ValueError("a storage run needs a storage directory")
+        args = rank_server_args(self._exit, self.rank, self.world, storage_dir if s.storage else None,
+                                hicache_io_backend=s.io_backend, hicache_mem_layout=s.mem_layout,
+                                hicache_write_policy=s.policy, hicache_ratio=s.ratio,
+                                hicache_size=s.hicache_size_gb, hicache_host_memory_mode=s.host_memory_mode)
         self.kv_pool = MHATokenToKVPool(size=s.device_tokens, page_size=1, dtype=torch.float32,
                                         head_num=1, head_dim=2, layer_num=1, device="cpu",
                                         enable_memory_saver=False)
