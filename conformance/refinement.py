@@ -43,7 +43,7 @@ def _request(model, tokens) -> int:
     for i, req in enumerate(model.cfg.requests):
         if tuple(req) == tokens:
             return i
-    raise RefinementError(f"prefetch of {tokens} matches no request of the model")
+    raise RefinementError(f"request {tokens} matches no request of the model")
 
 
 def rank_state(model, snap: dict) -> RankState:
@@ -92,6 +92,7 @@ def rank_state(model, snap: dict) -> RankState:
         # The CP planner's per-rank local access clock (end pages, least recent first);
         # entries of nodes since removed stay until the next local access, as in the spec.
         clock=tuple(_page(model, p) for p in snap.get("clock", ())),
+        running=tuple(sorted((_request(model, r), _page(model, e)) for r, e in snap.get("running", ()))),
     )
 
 

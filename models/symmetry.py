@@ -190,7 +190,7 @@ FIELD_KINDS = {
     "durable": "mask", "wq": "spans", "wdone": "same", "lq": "spans", "ldone": "same",
     "sq": "spans", "sdone": "same", "pq": "prefetches", "pdone": "same", "relq": "same",
     "plan": "pages", "mismatch": "same", "closed": "same", "dups": "pages", "digest": "pages",
-    "clock": "pages",
+    "clock": "pages", "running": "held",
 }
 UNKNOWN_FIELDS = [f for f in RankState._fields if f not in FIELD_KINDS]
 
@@ -221,6 +221,8 @@ def relabel_rank(rs: RankState, perm, rq) -> RankState:
             out.append(tuple((perm[a], perm[b]) for a, b in v))
         elif kind == "pages":
             out.append(tuple(perm[e] for e in v))
+        elif kind == "held":
+            out.append(tuple(sorted((rq[r], perm[e]) for r, e in v)))
         elif kind == "prefetches":
             out.append(tuple((rq[r], perm[a] if a >= 0 else -1, k, c) for r, a, k, c in v))
     return RankState(*out)

@@ -54,7 +54,7 @@ def rank_to_itf(m, rs) -> dict:
                 },
             ]
         )
-    return {
+    out = {
         "nodes": {"#map": nodes},
         "device_free": rs.dev_free,
         "host_free": rs.host_free,
@@ -76,6 +76,9 @@ def rank_to_itf(m, rs) -> dict:
         "duplicate_registry": [m.name(e) for e in rs.dups],
         "reclaimed_since_round": [m.name(e) for e in rs.digest],
     }
+    if m.cfg.request_locks:
+        out["running_requests"] = [[r, m.name(e)] for r, e in rs.running]
+    return out
 
 
 def state_to_itf(m, s) -> dict:

@@ -83,6 +83,10 @@ class Config:
     settled_duplicates: bool = _option("loading nodes are no duplicates; the load ack is a birth")
     wb_drop_unbacked: bool = _option("write_back: a victim whose backup is rejected is dropped")
     load_back_threshold: int = _option("load-backs of fewer pages are refused", 1, (1, 16))
+    # Workload features beyond the seeds' actions (neither the twin nor the proofs model
+    # them yet; tiercheck tla and tiercheck prove refuse a model that sets them).
+    request_locks: bool = constant(False, "running requests lock their matched device prefix "
+                                   "(lock_request / unlock_request)", symmetry=False, proofs=False)
 
     @property
     def write_threshold(self) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Callable, Iterable, List, NamedTuple, Optional
 
-from . import cp_planner, eviction, load_path, prefetch, storage_path, write_path
+from . import cp_planner, eviction, load_path, prefetch, request_locks, storage_path, write_path
 from .action import COUNT, ENV, LOCAL, NODE, OP, PAGE, RANK, RANKS, REPLICATED, REQUEST, SYNC, Action
 from .config import Config, build_pages
 from .properties import BY_NAME, PROPERTIES
@@ -44,6 +44,8 @@ ACTIONS: List[ActionSpec] = [
     ActionSpec("check_prefetch_progress", SYNC, {"op": OP}, prefetch.check_prefetch_params, prefetch.check_prefetch_guard, prefetch.check_prefetch_progress),
     ActionSpec("store_lose", ENV, {"rank": RANK, "page": PAGE}, storage_path.store_lose_params, storage_path.store_lose_guard, storage_path.store_lose),
     ActionSpec("registry_skew", ENV, {"rank": RANK}, storage_path.registry_skew_params, storage_path.registry_skew_guard, storage_path.registry_skew),
+    ActionSpec("lock_request", REPLICATED, {"req": REQUEST}, request_locks.lock_request_params, request_locks.lock_request_guard, request_locks.lock_request, option="request_locks"),
+    ActionSpec("unlock_request", REPLICATED, {"req": REQUEST}, request_locks.unlock_request_params, request_locks.unlock_request_guard, request_locks.unlock_request, option="request_locks"),
     ActionSpec("local_access", LOCAL, {"rank": RANK, "node": NODE}, cp_planner.local_access_params, cp_planner.local_access_guard, cp_planner.local_access, option="cp_planner"),
 ]
 

@@ -220,7 +220,8 @@ def _release_ok(m, rs, rt) -> Optional[str]:
 
 def replica(rs):
     """What TP ranks must hold identically: the tree, its tier states and the pools."""
-    return (rs.owner, rs.nodes, rs.dev_free, rs.host_free, rs.wq, rs.lq, rs.sq, rs.pq, rs.relq, rs.closed)
+    return (rs.owner, rs.nodes, rs.dev_free, rs.host_free, rs.wq, rs.lq, rs.sq, rs.pq, rs.relq, rs.closed,
+            rs.running)
 
 
 def rank_agreement(m, s) -> Optional[str]:

@@ -82,6 +82,13 @@ class RankState(NamedTuple):
     digest: Tuple[int, ...] = ()
     # CP load-back planner only: this rank's local access order (least recent first).
     clock: Tuple[int, ...] = ()
+    # Request locks only: (request, end of the node it locked), sorted (replicated).
+    running: Tuple[Tuple[int, int], ...] = ()
+
+
+# RankState fields only Config fields without a TLA+ twin use (tiercheck tla refuses models
+# that set them, so the twin's rank record does not carry them).
+TWINLESS_FIELDS = ("running",)
 
 
 class State(NamedTuple):

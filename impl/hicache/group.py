@@ -35,6 +35,8 @@ ACTIONS = {
     "store_lose": (ENV, "store_lose"),
     "registry_skew": (ENV, "registry_skew"),
     "local_access": (LOCAL, "local_access"),
+    "lock_request": (REPLICATED, "lock_running"),
+    "unlock_request": (REPLICATED, "unlock_running"),
 }
 
 # Rank methods a group may call (the gloo command loop refuses anything else).
@@ -104,6 +106,15 @@ class HiCacheGroup:
         scheduler's inc_lock_ref / dec_lock_ref); per rank, whether a node ends at path."""
         return self._replicated("lock_request", (tuple(path),), {"delta": delta})
 
+    def lock_running(self, tokens):
+        """The spec's lock_request(req): the request starts running and locks its matched
+        device prefix; per rank, the pages locked."""
+        return self._replicated("lock_running", (list(tokens),))
+
+    def unlock_running(self, tokens):
+        """The spec's unlock_request(req): the running request finishes."""
+        return self._replicated("unlock_running", (list(tokens),))
+
     def check_events(self):
         """One scheduler iteration's rounds: writing_check, loading_check, storage drain."""
         return self._replicated("check_events")
@@ -164,6 +175,8 @@ class HiCacheGroup:
             return self.insert(params["tokens"], fail)
         if name == "prefetch_from_storage":
             return self.prefetch_from_storage(params["tokens"], fail)
+        if name in ("lock_request", "unlock_request"):
+            return getattr(self, ACTIONS[name][1])(params["tokens"])
         if name == "evict":
             return self.evict_node(params["node"], fail)
         if name == "load_back":

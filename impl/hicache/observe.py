@@ -58,6 +58,7 @@ class Inspect:
             "reclaimed": [p(e) for e in self.reclaimed],  # the last 64 reclaim victims
             "clock": [p(e) for e in self.local_clock],  # per-rank local access order (CP)
             "cp_last_plan": list(self.cp_last_plan),
+            "running": sorted((list(r), p(e)) for r, e in self.running.items()),
             "store": self._store_contents() if store else None,
         }
 

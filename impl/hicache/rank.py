@@ -8,6 +8,7 @@ from .observe import Inspect
 from .load_path import LoadPath
 from .prefetch import Prefetch
 from .state import RankBase
+from .tree import ABSENT
 from .storage_path import StoragePath
 from .write_path import WritePath
 
@@ -38,6 +39,37 @@ class HiCacheRank(WritePath, Eviction, LoadPath, CpLoadBack, StoragePath, Prefet
         if node is None:
             return False
         self._lock_path(node, delta)
+        return True
+
+    def lock_running(self, tokens) -> int:
+        """A request starts running: match_prefix (split where the device match ends)
+        and inc_lock_ref on the last device node; the node is remembered for the unlock.
+        Returns the pages locked (0: nothing cached on the device, or already running)."""
+        key = tuple(int(t) for t in tokens)
+        if key in self.running:
+            return 0
+        hashes = self.reg.hashes(key)
+        last, pos = None, 0
+        for node, k in self.tree.walk(hashes):
+            if node.dev == ABSENT:
+                break
+            if k < len(node):
+                node = self._split(node, k)
+            last, pos = node, pos + k
+        if last is None:
+            return 0
+        self._lock_path(last, +1)
+        self.running[key] = last.end
+        return pos
+
+    def unlock_running(self, tokens) -> bool:
+        """The request finished: dec_lock_ref on the node its lock named."""
+        end = self.running.pop(tuple(int(t) for t in tokens), None)
+        if end is None:
+            return False
+        node = self.tree.node_at(end)
+        if node is not None:
+            self._lock_path(node, -1)
         return True
 
     def match_prefix(self, tokens) -> dict:

@@ -129,6 +129,8 @@ class RankBase:
         # recent first (per-rank, never replicated); the last plan's victims (end paths).
         self.local_clock: list[str] = []
         self.cp_last_plan: list[tuple] = []
+        # Request locks: running request (tokens) -> end page of the node it locked.
+        self.running: dict[tuple, str] = {}
 
     # -- collectives -------------------------------------------------------------------------
 

@@ -23,6 +23,8 @@ FAST = 2000  # models with fewer distinct states run by default
 # expanded state, stuttering steps included.
 CORRECT = {
     "cp-planner-2r": (31913, 180684),
+    "request-locks-1r": (585, 3668),
+    "request-locks-2r": (601, 3492),
     "wb-1r": (92, 379),
     "wb-2r": (176, 819),
     "wb-reclaim-1r": (247, 1268),

@@ -10,10 +10,11 @@ from tiercheck.models import model_file
 from tiercheck.spec.action import act
 from tiercheck.spec.model import ACTION_SPECS, Model
 
-# Small models that between them enable every spec action (faults and the CP planner included).
+# Small models that between them enable every spec action (faults, the CP planner and
+# request locks included).
 FAULTS = {"model": {"requests": [[1], [2]], "policy": "write_back", "storage": True,
                     "duplicate_reclaim": True, "faults": ["store_loss", "registry_skew"]}}
-CONFIGS = [model_file.load(n).config for n in ("wt-mirror-prefetch-1r", "wt-alloc-2r", "cp-planner-2r")]
+CONFIGS = [model_file.load(n).config for n in ("wt-mirror-prefetch-1r", "wt-alloc-2r", "cp-planner-2r", "request-locks-1r")]
 CONFIGS.append(model_file.parse(FAULTS).config)
 
 
