@@ -1,7 +1,7 @@
 """The adapter for tiercheck's own reference implementation (tiercheck.impl.hicache).
 
 It builds the implementation from the model's constants with the settings conformance
-needs (one token per page, host-side victims in the spec's page order, manual completion
+needs (the model's page size, host-side victims in the spec's page order, manual completion
 of copies and storage operations), performs each spec action through the group's
 driver API, and maps snapshots through tiercheck.conformance.refinement.
 """
@@ -9,6 +9,7 @@ driver API, and maps snapshots through tiercheck.conformance.refinement.
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 
 from tiercheck.impl.collective import CollectiveError
 from tiercheck.impl.hicache import FileStorage, HiCacheConfig, LockstepHiCache, ReplicaDivergenceError
@@ -23,7 +24,8 @@ LAYOUT = KVLayout(layers=1, heads=1, head_dim=4, page_size=1)
 
 def impl_config(cfg, variants=frozenset()) -> HiCacheConfig:
     return HiCacheConfig(
-        layout=LAYOUT,
+        layout=replace(LAYOUT, page_size=cfg.page_size),
+        load_back_threshold=cfg.load_back_threshold,
         device_pages=cfg.device_pages,
         host_pages=max(cfg.host_pages, 1),
         policy=cfg.policy,

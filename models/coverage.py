@@ -29,6 +29,8 @@ def not_applicable(cfg, name: str) -> Optional[str]:
         return None if cfg.fault("registry_skew") else "fault registry_skew is off"
     if name == "local_access":
         return None if getattr(cfg, "cp_planner", False) else "the CP planner is off"
+    if name in ("lock_request", "unlock_request"):
+        return None if cfg.request_locks else "request_locks is off"
     if name == "write_dma_done" and cfg.write_back:
         return "write_back stages inside evict (the copy and its check are blocking)"
     if name == "writing_check" and cfg.write_back:

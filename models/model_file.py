@@ -167,7 +167,7 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
             known = ", ".join(BY_NAME)
             raise err("check.properties", f"unknown property {x!r} (known: {known})")
     if "host_channel" in props:
-        largest = max(len(r) for r in cfg.requests)
+        largest = max(cfg.pages_of(r) for r in cfg.requests)
         if cfg.host_free_target < largest:
             raise err(
                 "model.host_free_target",
@@ -219,6 +219,8 @@ def _check_consistent(cfg: Config, err) -> None:
         raise err("model.single_writer", "needs storage = true")
     if len({len(r) for r in cfg.requests}) and max(len(r) for r in cfg.requests) > 16:
         raise err("model.requests", "a request longer than 16 pages is out of reach for exhaustive checking")
+    if min(cfg.pages_of(r) for r in cfg.requests) < 1:
+        raise err("model.requests", f"a request shorter than page_size ({cfg.page_size} tokens) caches no page")
     for fault in ("partial_storage", "store_loss"):
         if fault in cfg.faults and not cfg.storage:
             raise err("model.faults", f"{fault!r} needs storage = true")

@@ -75,7 +75,7 @@ def _uses_digests(cfg) -> bool:
 def constants(cfg) -> Tuple[Dict[str, str], Dict[str, str]]:
     """(scalar constants for the .cfg, operator definitions for MC.tla), in CONSTANTS order."""
     refuse_options(cfg)
-    pages = build_pages(cfg.requests)
+    pages = build_pages(cfg.requests, cfg.page_size)
     bits = cfg.digest_bits
     if bits > MAX_TLC_DIGEST_BITS:
         if _uses_digests(cfg):

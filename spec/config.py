@@ -82,11 +82,18 @@ class Config:
     lbp_write_back_only: bool = _option("load_back_pending is marked under write_back only")
     settled_duplicates: bool = _option("loading nodes are no duplicates; the load ack is a birth")
     wb_drop_unbacked: bool = _option("write_back: a victim whose backup is rejected is dropped")
-    load_back_threshold: int = _option("load-backs of fewer pages are refused", 1, (1, 16))
+    load_back_threshold: int = _option("load-backs of fewer tokens are refused", 1, (1, 16))
     # Workload features beyond the seeds' actions (neither the twin nor the proofs model
     # them yet; tiercheck tla and tiercheck prove refuse a model that sets them).
+    # Tokens per page: requests are token sequences, pages their page_size-token chunks
+    # (a partial last page is never cached), pools count pages, thresholds count tokens.
+    page_size: int = constant(1, "tokens per page", bounds=(1, 8), symmetry=False, proofs=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
                                    "(lock_request / unlock_request)", symmetry=False, proofs=False)
+
+    def pages_of(self, req) -> int:
+        """Whole pages of a request (what insert caches)."""
+        return len(req) // self.page_size
 
     @property
     def write_threshold(self) -> int:
@@ -145,6 +152,7 @@ class Pages:
     request_pages: Tuple[Tuple[int, ...], ...]  # request index -> its page ids in order
     index: dict = field(compare=False, hash=False, repr=False)  # path tuple -> page id
     chains: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    page_size: int = 1  # tokens per page: a page's path holds depth * page_size tokens
 
     @property
     def count(self) -> int:
@@ -170,21 +178,31 @@ class Pages:
         return tuple(out)
 
     def depth(self, p: int) -> int:
-        return len(self.paths[p])
+        return len(self.paths[p]) // self.page_size
+
+    def tokens(self, p: int) -> Tuple[int, ...]:
+        """The page's own tokens (the last page_size of its path)."""
+        return self.paths[p][-self.page_size:]
 
 
-def build_pages(requests: Tuple[Tuple[int, ...], ...]) -> Pages:
+def build_pages(requests: Tuple[Tuple[int, ...], ...], page_size: int = 1) -> Pages:
     """Number pages in lexicographic order of their token paths.
 
-    The order is part of the spec: host-side victims are taken in page-id order (standing
-    for LRU), and an implementation reproduces it from token paths alone.
+    A page is ``page_size`` tokens; its path is every token from the root to its end. A
+    request's partial last page is not a page: SGLang caches the page-aligned prefix only
+    (``cache_finished_req`` frees the tail). The order is part of the spec: host-side
+    victims are taken in page-id order (unless ``victim_order`` is "lru"), and an
+    implementation reproduces it from token paths alone.
     """
-    all_paths = sorted({tuple(req[:i]) for req in requests for i in range(1, len(req) + 1)})
+    ps = page_size
+
+    def cuts(req):
+        return range(ps, len(req) // ps * ps + 1, ps)
+
+    all_paths = sorted({tuple(req[:i]) for req in requests for i in cuts(req)})
     index = {path: i for i, path in enumerate(all_paths)}
-    parent = tuple(index[path[:-1]] if len(path) > 1 else -1 for path in all_paths)
-    request_pages = tuple(
-        tuple(index[tuple(req[:i])] for i in range(1, len(req) + 1)) for req in requests
-    )
+    parent = tuple(index[path[:-ps]] if len(path) > ps else -1 for path in all_paths)
+    request_pages = tuple(tuple(index[tuple(req[:i])] for i in cuts(req)) for req in requests)
     children = [[] for _ in all_paths]
     for p, q in enumerate(parent):
         if q >= 0:
@@ -196,4 +214,5 @@ def build_pages(requests: Tuple[Tuple[int, ...], ...]) -> Pages:
         roots=tuple(p for p, q in enumerate(parent) if q < 0),
         request_pages=request_pages,
         index=index,
+        page_size=ps,
     )

@@ -46,7 +46,7 @@ def load_back_guard(m, s, a):
         if any(rs.nodes[x].host != HOST_RESIDENT for x in chain):
             return False
         total = sum(node_len(m.pages, rs, x) for x in chain)
-        if total < m.cfg.load_back_threshold:
+        if total * m.cfg.page_size < m.cfg.load_back_threshold:
             return False  # too short to be worth a copy: the request recomputes it
         if total > rs.dev_free:
             if not m.cfg.cp_planner:

@@ -57,7 +57,7 @@ class Model:
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
-        self.pages = build_pages(cfg.requests)
+        self.pages = build_pages(cfg.requests, cfg.page_size)
         self._fail_sets = self._make_fail_sets()
         self.caches: dict = {}  # see tiercheck.spec.memo
 
@@ -142,7 +142,8 @@ class Model:
     # -- names for humans ----------------------------------------------------------------
 
     def page_name(self, p: int) -> str:
-        return "/".join(str(t) for t in self.pages.paths[p])
+        path, ps = self.pages.paths[p], self.pages.page_size
+        return "/".join(",".join(str(t) for t in path[i : i + ps]) for i in range(0, len(path), ps))
 
     def name(self, end: int) -> str:
         """A node is named by its last page's token path, e.g. ``1/2/3``."""

@@ -215,6 +215,30 @@ def _release_ok(m, rs, rt) -> Optional[str]:
     return None
 
 
+# --- 8. data integrity, at the spec's resolution: the tree is prefix-closed -------------
+
+
+def prefix_closed(m, s) -> Optional[str]:
+    """Every cached node hangs below the page before it on its token path: a page's KV
+    is computed in the context of every token before it, so a node attached below any
+    other page (a match that did not stop at the page boundary) serves KV of other tokens."""
+    return _each_rank(s, lambda r, rs: _detached(m, rs))
+
+
+@per_model
+def _detached(m, rs) -> Optional[str]:
+    for e in live_nodes(rs):
+        above = m.pages.parent[rs.nodes[e].start]
+        if above >= 0 and rs.owner[above] < 0:
+            return (f"node {m.name(e)} is cached but page {m.page_name(above)} before it is not: "
+                    "its KV was attached below another page")
+    return None
+
+
+def paged(cfg) -> bool:
+    return cfg.page_size > 1
+
+
 # --- 6. rank agreement -------------------------------------------------------------------
 
 
@@ -452,7 +476,7 @@ def host_channel_applies(cfg) -> bool:
     models/library/findings/mirror-pinned-after-failed-backup.toml). A target below the
     longest request makes the channel unprovable by construction (model files reject
     that combination when host_channel is asked for explicitly)."""
-    admits_longest = cfg.host_free_target >= max(len(r) for r in cfg.requests)
+    admits_longest = cfg.host_free_target >= max(cfg.pages_of(r) for r in cfg.requests)
     return cfg.storage and cfg.mirror_release and "partial_storage" not in cfg.faults and admits_longest
 
 
@@ -495,6 +519,8 @@ PROPERTIES = [
     _safety("counter_sanity", INVARIANT, 7, "lock_ref and host_ref_counter never negative", counter_sanity),
     _safety("locked_never_evicted", TRANSITION, 7, "locked nodes are never evicted", locked_never_evicted),
     _EVICTION_PROGRESS,
+    Property("prefix_closed", INVARIANT, 8, "every cached node hangs below the page before it (page_size > 1)",
+             prefix_closed, paged),
     _safety("rank_agreement", INVARIANT, 6, "replicas agree after every sync round", rank_agreement, multi_rank),
     _safety("no_collective_hang", INVARIANT, 0, "no rank waits in a collective its peers skipped", no_collective_hang, multi_rank),
     _safety("planner_determinism", TRANSITION, 0, "ranks plan the same load-back victims from the same state", planner_determinism, planning_ranks)._replace(proofs=False),

@@ -213,6 +213,19 @@ VARIANTS = {
             action="evict",
             catalogue=False,
         ),
+        Variant(
+            "page-ceil-match",
+            "SGLang paged radix cache (_key_match_paged floors a token match to whole pages)",
+            "with page_size > 1, a request that diverges inside a page takes the cached page "
+            "whose leading tokens it shares: its later pages are attached below a page that "
+            "holds other tokens' KV",
+            "insert: the prefix match is rounded up to the page it stops in, not down",
+            "prefix_closed",
+            action="insert",
+            proof=OUT_OF_SCOPE + " needs page_size > 1, which the z3 encoding does not model (one token per page)",
+            twin=False,
+            catalogue=False,
+        ),
     ]
 }
 

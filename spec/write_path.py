@@ -22,16 +22,43 @@ from .tree import add_node, lock_path, register_duplicate, set_node, split_node,
 # --- insert -------------------------------------------------------------------------
 
 
+def _same_page(m, cached: int, wanted: int) -> bool:
+    """Does the walk take cached page ``cached`` for the request's page ``wanted``? Only
+    when they are the same page (SGLang's _key_match_paged floors a token match to whole
+    pages). Variant page-ceil-match: a sibling page whose leading token matches counts too
+    (the token match is rounded up to the page), which only a page of several tokens allows."""
+    if cached == wanted:
+        return True
+    if not m.cfg.has("page-ceil-match"):
+        return False
+    pages = m.pages
+    return pages.parent[cached] == pages.parent[wanted] and pages.tokens(cached)[0] == pages.tokens(wanted)[0]
+
+
+def _cached_as(m, rs, wanted: int) -> int:
+    """The cached page the walk takes for request page ``wanted`` at a node boundary, -1 if none."""
+    if rs.owner[wanted] >= 0:
+        return wanted
+    if not m.cfg.has("page-ceil-match"):
+        return -1
+    above = m.pages.parent[wanted]
+    siblings = m.pages.children[above] if above >= 0 else m.pages.roots
+    return next((c for c in siblings if rs.owner[c] >= 0 and _same_page(m, c, wanted)), -1)
+
+
 def _walk(m, rs, req):
     """Yield (node end, pages of the request it covers) along the cached part of ``req``,
     telling the caller where a node must be split: (end, k, split_at or None)."""
     path = m.pages.request_pages[req]
     pos = 0
-    while pos < len(path) and rs.owner[path[pos]] >= 0:
-        end = rs.owner[path[pos]]
+    while pos < len(path):
+        at = _cached_as(m, rs, path[pos])
+        if at < 0:
+            break
+        end = rs.owner[at]
         node_pages = m.pages.chain(rs.nodes[end].start, end)
         k = 0
-        while k < len(node_pages) and pos + k < len(path) and node_pages[k] == path[pos + k]:
+        while k < len(node_pages) and pos + k < len(path) and _same_page(m, node_pages[k], path[pos + k]):
             k += 1
         yield end, k, (node_pages[k - 1] if k < len(node_pages) else None)
         pos += k

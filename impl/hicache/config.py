@@ -62,6 +62,8 @@ class HiCacheConfig:
     storage_batch_pages: int | None = None
     # Check the bytes of every load-back at its ack (raises ProtocolError on a mismatch).
     verify_loads: bool = False
+    # load_back refuses chains of fewer tokens (SGLang: 10); 1 loads every chain.
+    load_back_threshold: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.layout, KVLayout):
@@ -87,6 +89,9 @@ class HiCacheConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise UserError(f"hicache: {name} must be a non-negative int, got {v!r}")
+        v = self.load_back_threshold
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise UserError(f"hicache: load_back_threshold must be a positive int, got {v!r}")
         for name in ("durable_capacity", "anti_churn_refresh_rounds", "storage_batch_pages"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):

@@ -32,6 +32,8 @@ class LoadPath:
         if any(x.host != RESIDENT for x in chain):
             return 0
         total = sum(len(x) for x in chain)
+        if total * self.layout.page_size < self.cfg.load_back_threshold:
+            return 0  # too short to be worth a copy: the request recomputes it
         if evict_if_needed is None:
             evict_if_needed = self.cfg.load_back_evicts
         if total > self.device_pool.available() and self.cfg.cp_planner:

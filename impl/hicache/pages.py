@@ -51,6 +51,12 @@ class PageRegistry:
             prev = h
         return out
 
+    def whole_pages(self, tokens) -> tuple:
+        """The page-aligned prefix of a token sequence: what SGLang caches of a request
+        (cache_finished_req frees the partial last page)."""
+        tokens = tuple(int(t) for t in tokens)
+        return tokens[: len(tokens) // self.page_size * self.page_size]
+
     def of_path(self, path) -> str:
         """The hash of the page that ends at token path ``path``."""
         hs = self.hashes(path)

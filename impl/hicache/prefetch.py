@@ -43,7 +43,7 @@ class Prefetch:
         or None when the ranks agree not to (nothing to fetch, no storage hit, no room)."""
         if not (self.cfg.storage and self.cfg.prefetch):
             return None
-        hashes = self.reg.hashes(tokens)
+        hashes = self.reg.hashes(self.reg.whole_pages(tokens))
         req = tuple(int(t) for t in tokens)
         anchor = None if any(op.req == req for op in self.pq) else self._anchor(hashes)
         exists = 0

@@ -48,7 +48,7 @@ class HiCacheRank(WritePath, Eviction, LoadPath, CpLoadBack, StoragePath, Prefet
         key = tuple(int(t) for t in tokens)
         if key in self.running:
             return 0
-        hashes = self.reg.hashes(key)
+        hashes = self.reg.hashes(self.reg.whole_pages(key))
         last, pos = None, 0
         for node, k in self.tree.walk(hashes):
             if node.dev == ABSENT:
@@ -75,7 +75,7 @@ class HiCacheRank(WritePath, Eviction, LoadPath, CpLoadBack, StoragePath, Prefet
     def match_prefix(self, tokens) -> dict:
         """Longest cached prefix: device pages, host-only pages below them, and the paths
         of the last device node and last host node (refreshes LRU on the path)."""
-        hashes = self.reg.hashes(tokens)
+        hashes = self.reg.hashes(self.reg.whole_pages(tokens))
         dev = host = 0
         last_dev = last_host = None
         for node, k in self.tree.walk(hashes):

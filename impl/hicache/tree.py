@@ -105,15 +105,28 @@ class RadixTree:
     def offset(self, node: Node, page: str) -> int:
         return self.reg.depth[page] - self.reg.depth[node.start]
 
-    def walk(self, hashes: list[str]) -> list[tuple[Node, int]]:
-        """(node, pages of ``hashes`` it covers) along the cached prefix of ``hashes``."""
+    def walk(self, hashes: list[str], loose=None) -> list[tuple[Node, int]]:
+        """(node, pages of ``hashes`` it covers) along the cached prefix of ``hashes``.
+        ``loose(cached, wanted)``: a cached page the match takes for a different page
+        (only the page-ceil-match bug has one)."""
         out = []
         pos = 0
-        while pos < len(hashes) and hashes[pos] in self.owner:
-            n = self.owner[hashes[pos]]
+
+        def same(a, b):
+            return a == b or (loose is not None and loose(a, b))
+
+        while pos < len(hashes):
+            n = self.owner.get(hashes[pos])
+            if n is None and loose is not None:
+                hits = [h for h in self.owner if loose(h, hashes[pos])]
+                n = self.owner[min(hits, key=self.reg.path.__getitem__)] if hits else None
+            if n is None:
+                break
             k = 0
-            while k < len(n.pages) and pos + k < len(hashes) and n.pages[k] == hashes[pos + k]:
+            while k < len(n.pages) and pos + k < len(hashes) and same(n.pages[k], hashes[pos + k]):
                 k += 1
+            if k == 0:
+                break
             out.append((n, k))
             pos += k
         return out

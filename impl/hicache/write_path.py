@@ -13,10 +13,19 @@ from .tree import ABSENT, RESIDENT, WRITING, Node
 class WritePath:
     # -- insert -----------------------------------------------------------------------------
 
+    def _ceil_match(self, cached: str, wanted: str) -> bool:
+        """page-ceil-match: the token match is rounded up to the page it stops in, so a
+        sibling page sharing its leading token is taken for the request's page."""
+        reg = self.reg
+        return reg.parent[cached] == reg.parent[wanted] and reg.path[cached][-reg.page_size] == reg.path[wanted][-reg.page_size]
+
+    def _walk(self, hashes: list[str]):
+        return self.tree.walk(hashes, self._ceil_match if self.cfg.has("page-ceil-match") else None)
+
     def insert_need(self, hashes: list[str]) -> int:
         """Device pages insert() allocates: un-evicted nodes plus the new leaf."""
         need = covered = 0
-        for node, k in self.tree.walk(hashes):
+        for node, k in self._walk(hashes):
             if node.dev == ABSENT:
                 need += k
             covered += k
@@ -26,11 +35,11 @@ class WritePath:
         """insert(): walk, split at the divergence page, un-evict (duplicate birth), add the
         new leaf, _inc_hit_count -> write_backup. Returns the pages that were new to the
         device. ``fail``: this rank's host allocation fails during the step (fault)."""
-        hashes = self.reg.hashes(tokens)
+        hashes = self.reg.hashes(self.reg.whole_pages(tokens))
         need = self.insert_need(hashes)
         if need > self.device_pool.available() and evict_if_needed:
             # The request holds its matched prefix (lock_ref) while the scheduler evicts.
-            walk = self.tree.walk(hashes)
+            walk = self._walk(hashes)
             held = walk[-1][0] if walk else None
             if held is not None:
                 self._lock_path(held, +1)
@@ -45,7 +54,8 @@ class WritePath:
             )
         to_write: list[Node] = []
         pos = 0
-        for node, k in self.tree.walk(hashes):
+        last = None  # the last node walked (after its split): the new leaf's parent
+        for node, k in self._walk(hashes):
             if k < len(node.pages):
                 node = self._split(node, k)
             if node.dev == ABSENT:
@@ -59,9 +69,9 @@ class WritePath:
                 self._hit(node, to_write)
             self.tree.touch(node)
             pos += k
+            last = node
         if pos < len(hashes):
-            parent = self.tree.owner[hashes[pos - 1]] if pos else None
-            leaf = self.tree.add(parent, hashes[pos:])
+            leaf = self.tree.add(last, hashes[pos:])
             leaf.dev_slots = self._dev_take(len(hashes) - pos, "insert")
             self._fill(leaf.dev_slots, leaf.pages)
             self._hit(leaf, to_write)

@@ -23,6 +23,7 @@ FAST = 2000  # models with fewer distinct states run by default
 # expanded state, stuttering steps included.
 CORRECT = {
     "cp-planner-2r": (31913, 180684),
+    "paged-1r": (48, 185),
     "request-locks-1r": (585, 3668),
     "request-locks-2r": (601, 3492),
     "wb-1r": (92, 379),
@@ -58,6 +59,7 @@ EXPECTED = {
     "variants/host-starvation": (463, {"host_channel", "host_channel_fair"}),
     "variants/negated-pair-overflow": (11347, {"eviction_progress", "rank_agreement", "slot_conservation"}),
     "variants/orphan-host-subtree": (14, {"slot_conservation"}),
+    "variants/page-ceil-match": (14, {"prefix_closed", "slot_conservation"}),
     "variants/partial-backup-leak": (19, {"rank_agreement"}),
     "variants/planner-local-tiebreak": (46581, {"planner_determinism", "rank_agreement"}),
     "variants/prefetch-double-free": (2513, {"eviction_progress", "slot_conservation"}),

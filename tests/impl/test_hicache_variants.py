@@ -383,3 +383,23 @@ def test_planner_local_tiebreak(bug):
         assert plans == ([[(3,)], [(2,)]] if bug else [[(2,)], [(2,)]])
         assert ranks_agree(g) != bug
         assert g.verify() == []
+
+
+@pytest.mark.parametrize("bug", BUG)
+def test_page_ceil_match(bug):
+    """Pages of two tokens; request (1,2,3,5,6,7) diverges from (1,2,3,4) inside its
+    second page. The fixed match stops at the page boundary; the variant takes page 3,4
+    for 3,5 and hangs page 6,7 below it (KV computed for other tokens)."""
+    from dataclasses import replace
+
+    from hicache_helpers import LAYOUT
+
+    with group(1, layout=replace(LAYOUT, page_size=2), device_pages=6, host_pages=1,
+               variants=variants("page-ceil-match", bug)) as g:
+        g.insert([1, 2, 3, 4])
+        g.insert([1, 2, 3, 5, 6, 7, 8])  # token 8: a partial last page, never cached
+        snap = nodes(g)
+        assert (1, 2, 3, 5, 6, 7, 8) not in snap
+        detached = [p for p, n in snap.items() if n["parent"] is not None and p[: len(n["parent"])] != n["parent"]]
+        assert detached == ([(1, 2, 3, 5, 6, 7)] if bug else [])
+        assert snap[(1, 2, 3, 5, 6, 7)]["start"] == ((1, 2, 3, 5, 6, 7) if bug else (1, 2, 3, 5))
