@@ -92,6 +92,7 @@ def rank_state(model, snap: dict) -> RankState:
         # The CP planner's per-rank local access clock (end pages, least recent first);
         # entries of nodes since removed stay until the next local access, as in the spec.
         clock=tuple(_page(model, p) for p in snap.get("clock", ())),
+        lru=tuple(_page(model, p) for p in snap.get("lru", ())),
         running=tuple(sorted((_request(model, r), _page(model, e)) for r, e in snap.get("running", ()))),
     )
 

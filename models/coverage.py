@@ -28,7 +28,7 @@ def not_applicable(cfg, name: str) -> Optional[str]:
     if name == "registry_skew":
         return None if cfg.fault("registry_skew") else "fault registry_skew is off"
     if name == "local_access":
-        return None if getattr(cfg, "cp_planner", False) else "the CP planner is off"
+        return None if cfg.cp_planner or cfg.lru else "neither the CP planner nor victim_order = \"lru\" is on"
     if name in ("lock_request", "unlock_request"):
         return None if cfg.request_locks else "request_locks is off"
     if name == "write_dma_done" and cfg.write_back:

@@ -190,7 +190,7 @@ FIELD_KINDS = {
     "durable": "mask", "wq": "spans", "wdone": "same", "lq": "spans", "ldone": "same",
     "sq": "spans", "sdone": "same", "pq": "prefetches", "pdone": "same", "relq": "same",
     "plan": "pages", "mismatch": "same", "closed": "same", "dups": "pages", "digest": "pages",
-    "clock": "pages", "running": "held",
+    "clock": "pages", "running": "held", "lru": "pages",
 }
 UNKNOWN_FIELDS = [f for f in RankState._fields if f not in FIELD_KINDS]
 

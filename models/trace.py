@@ -76,6 +76,9 @@ def rank_to_itf(m, rs) -> dict:
         "duplicate_registry": [m.name(e) for e in rs.dups],
         "reclaimed_since_round": [m.name(e) for e in rs.digest],
     }
+    if m.cfg.lru:
+        out["lru_order"] = [m.name(e) for e in rs.lru]
+        out["wall_clock_order"] = [m.name(e) for e in rs.clock]
     if m.cfg.request_locks:
         out["running_requests"] = [[r, m.name(e)] for r, e in rs.running]
     return out

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field, fields
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 POLICIES = ("write_through", "write_through_selective", "write_back")
+# Host-side victim order: "path" (the node's end page id, a fixed order over replicated
+# state) or "lru" (least recently used first, by the replicated logical access clock).
+VICTIM_ORDERS = ("path", "lru")
 
 # Environment faults a model may switch on (each adds nondeterminism, none is a bug).
 FAULTS = {
@@ -88,6 +91,7 @@ class Config:
     # Tokens per page: requests are token sequences, pages their page_size-token chunks
     # (a partial last page is never cached), pools count pages, thresholds count tokens.
     page_size: int = constant(1, "tokens per page", bounds=(1, 8), symmetry=False, proofs=False)
+    victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", symmetry=False, proofs=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
                                    "(lock_request / unlock_request)", symmetry=False, proofs=False)
 
@@ -102,6 +106,10 @@ class Config:
     @property
     def write_back(self) -> bool:
         return self.policy == "write_back"
+
+    @property
+    def lru(self) -> bool:
+        return self.victim_order == "lru"
 
     def has(self, variant: str) -> bool:
         return variant in self.variants

@@ -14,7 +14,7 @@ access clock instead (least recently accessed first), a per-rank value.
 from __future__ import annotations
 
 from .action import act
-from .state import ABSENT, HOST_RESIDENT, node_len
+from .state import ABSENT, HOST_RESIDENT, is_host_leaf, live_nodes, node_len
 from .tree import remove_nodes, set_node
 
 from .eviction import device_leaves
@@ -69,11 +69,19 @@ def evict_victims(m, rs, victims):
 # --- local_access: rank-local activity that moves a node's last_access_time ----------
 
 
+def _touchable(m, rs):
+    """Nodes whose local touch can matter: the CP planner's device victims, or under
+    victim_order = "lru" the host leaves evict_host chooses from."""
+    if m.cfg.cp_planner:
+        return device_leaves(m, rs)
+    return tuple(e for e in live_nodes(rs) if is_host_leaf(m.pages, rs, e))
+
+
 def local_access_params(m, s):
-    if not m.cfg.cp_planner:
+    if not (m.cfg.cp_planner or m.cfg.lru):
         return
     for r, rs in enumerate(s.ranks):
-        for e in device_leaves(m, rs):  # only eviction candidates' order matters
+        for e in _touchable(m, rs):  # only eviction candidates' order matters
             yield act("local_access", rank=r, node=e)
 
 
@@ -81,7 +89,7 @@ def local_access_guard(m, s, a):
     rs = s.ranks[a["rank"]]
     e = a["node"]
     live = [x for x in rs.clock if rs.nodes[x] is not None]
-    return rs.nodes[e] is not None and e in device_leaves(m, rs) and (not live or live[-1] != e)
+    return rs.nodes[e] is not None and e in _touchable(m, rs) and (not live or live[-1] != e)
 
 
 def local_access(m, s, a):

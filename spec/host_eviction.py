@@ -23,6 +23,18 @@ from .state import (
 from .tree import free_node_host, is_duplicate, remove_nodes
 
 
+def victim_key(m, rs: RankState):
+    """The order host-side victims are taken in (smallest first): the end page id, or
+    under victim_order = "lru" the position in the replicated LRU order. Variant
+    lru-local-clock: the position in this rank's wall-clock order, which its own local
+    touches move (seed 004: the base LRU strategy keys on per-rank last_access_time)."""
+    if not m.cfg.lru:
+        return lambda e: e
+    order = rs.clock if m.cfg.has("lru-local-clock") else rs.lru
+    pos = {e: i for i, e in enumerate(order)}
+    return pos.__getitem__
+
+
 def can_reclaim_duplicate(m, rs: RankState, end: int) -> bool:
     """_can_reclaim_full_host_duplicate: the live re-check at reclaim time."""
     n = rs.nodes[end]
@@ -78,7 +90,7 @@ def evict_host(m, rs: RankState, need: int) -> RankState:
         ]
         if not leaves:
             break
-        victim = min(leaves)
+        victim = min(leaves, key=victim_key(m, rs))
         size = node_len(m.pages, rs, victim)
         freed += size
         rs = remove_nodes(m, rs, (victim,))._replace(host_free=rs.host_free + size)

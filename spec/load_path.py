@@ -16,7 +16,7 @@ from .state import (
     path_to_root,
 )
 from .sync import digest_round
-from .tree import lock_path, register_duplicate, update_node
+from .tree import lock_path, register_duplicate, touch, update_node
 
 
 def nodes_to_load(m, rs, end):
@@ -73,7 +73,7 @@ def load_back(m, s, a):
             rs = evict_victims(m, rs, plan_victims(m, rs, total - rs.dev_free, path))
         for x in chain:
             rs = update_node(rs, x, dev=LOADING, lbp=mark)
-        rs = lock_path(m, rs, e, +1)
+        rs = touch(m, lock_path(m, rs, e, +1), chain)
         first = rs.nodes[chain[0]].start
         rs = rs._replace(dev_free=rs.dev_free - total, lq=rs.lq + ((first, e),))
         ranks.append(rs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .action import act
 from .host_eviction import allocate_host
 from .state import ABSENT, HOST_RESIDENT, Node, matched_prefix
-from .tree import add_node, ensure_boundary, update_node
+from .tree import add_node, ensure_boundary, touch, update_node
 
 NOT_DONE = -1  # pdone entry of a read that has not finished on that rank
 
@@ -143,6 +143,7 @@ def check_prefetch_progress(m, s, a):
         if have < len(fetched):
             start, end = fetched[have], fetched[-1]
             rs = add_node(m.pages, rs, start, end, Node(start=start, dev=ABSENT, host=HOST_RESIDENT))
+            rs = touch(m, rs, (end,))
         tail = n - completed
         free_now = have + (tail if cfg.has("prefetch-double-free") else 0)
         rs = rs._replace(

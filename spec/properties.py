@@ -245,7 +245,7 @@ def paged(cfg) -> bool:
 def replica(rs):
     """What TP ranks must hold identically: the tree, its tier states and the pools."""
     return (rs.owner, rs.nodes, rs.dev_free, rs.host_free, rs.wq, rs.lq, rs.sq, rs.pq, rs.relq, rs.closed,
-            rs.running)
+            rs.running, rs.lru)
 
 
 def rank_agreement(m, s) -> Optional[str]:

@@ -82,13 +82,17 @@ class RankState(NamedTuple):
     digest: Tuple[int, ...] = ()
     # CP load-back planner only: this rank's local access order (least recent first).
     clock: Tuple[int, ...] = ()
+    # victim_order = "lru" only: live node ends, least recently used first, by the
+    # replicated logical access clock (``clock`` is then this rank's wall-clock order:
+    # the same touches plus its own local ones).
+    lru: Tuple[int, ...] = ()
     # Request locks only: (request, end of the node it locked), sorted (replicated).
     running: Tuple[Tuple[int, int], ...] = ()
 
 
 # RankState fields only Config fields without a TLA+ twin use (tiercheck tla refuses models
 # that set them, so the twin's rank record does not carry them).
-TWINLESS_FIELDS = ("running",)
+TWINLESS_FIELDS = ("lru", "running")
 
 
 class State(NamedTuple):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .action import act
 from .digest import negated_pairs_agree, plan_digest
-from .host_eviction import is_redundant_mirror
+from .host_eviction import is_redundant_mirror, victim_key
 from .memo import per_model
 from .state import StorageAck, live_nodes, node_len, nodes_covering
 from .sync import digest_round
@@ -85,7 +85,7 @@ def release_candidates(m, rs):
 
 @per_model
 def _release_candidates(m, rs):
-    return tuple([e for e in live_nodes(rs) if is_redundant_mirror(m, rs, e)])
+    return tuple(sorted([e for e in live_nodes(rs) if is_redundant_mirror(m, rs, e)], key=victim_key(m, rs)))
 
 
 @per_model

@@ -38,6 +38,26 @@ def add_node(pages, rs: RankState, start: int, end: int, node: Node) -> RankStat
     return rs._replace(owner=tuple(owner), nodes=tuple(nodes))
 
 
+def touch(m, rs: RankState, ends) -> RankState:
+    """victim_order = "lru": the nodes a replicated step accessed become the most recent,
+    in access order, in the replicated order and in the rank's wall-clock order."""
+    if not m.cfg.lru or not ends:
+        return rs
+    ends = tuple(ends)
+
+    def moved(order):
+        return tuple(e for e in order if e not in ends) + ends
+
+    return rs._replace(lru=moved(rs.lru), clock=moved(rs.clock))
+
+
+def _copy_stamp(order, end: int, at: int):
+    """The split's upper half ``at`` copies ``end``'s access stamp: a tie that the
+    token path breaks (the upper half's path is a prefix), so it sits just before it."""
+    i = order.index(end)
+    return order[:i] + (at,) + order[i:]
+
+
 def split_node(m, rs: RankState, end: int, at: int) -> RankState:
     """_split_node: cut node ``end`` after page ``at``; the new upper half ends at ``at``.
 
@@ -59,6 +79,8 @@ def split_node(m, rs: RankState, end: int, at: int) -> RankState:
     )
     rs = add_node(pages, rs, old.start, at, upper)
     rs = set_node(rs, end, old._replace(start=lower_start))
+    if cfg.lru:
+        rs = rs._replace(lru=_copy_stamp(rs.lru, end, at), clock=_copy_stamp(rs.clock, end, at))
     return register_duplicate(m, rs, at)
 
 
@@ -86,7 +108,11 @@ def remove_nodes(m, rs: RankState, ends) -> RankState:
             durable &= ~(1 << p)
         nodes[e] = None
     dups = tuple(d for d in rs.dups if d not in ends)
-    return rs._replace(owner=tuple(owner), nodes=tuple(nodes), durable=durable, dups=dups)
+    rs = rs._replace(owner=tuple(owner), nodes=tuple(nodes), durable=durable, dups=dups)
+    if m.cfg.lru:
+        rs = rs._replace(lru=tuple(e for e in rs.lru if e not in ends),
+                         clock=tuple(e for e in rs.clock if e not in ends))
+    return rs
 
 
 def lock_path(m, rs: RankState, end: int, delta: int) -> RankState:

@@ -226,6 +226,21 @@ VARIANTS = {
             twin=False,
             catalogue=False,
         ),
+        Variant(
+            "lru-local-clock",
+            "seed 004 (the base LRU strategy keys on per-rank wall-clock last_access_time)",
+            "host eviction orders its LRU victims by each rank's own clock, which touches "
+            "only that rank makes (a probe, a metrics walk) move: ranks evict different "
+            "host leaves and their replicas diverge",
+            "evict_host: the LRU key is the rank's wall-clock access order, not the "
+            "replicated logical clock",
+            "rank_agreement",
+            action="insert",
+            proof=OUT_OF_SCOPE + " needs victim_order = \"lru\", which the z3 encoding does not model (page order)",
+            breaks_rank_symmetry=True,
+            twin=False,
+            catalogue=False,
+        ),
     ]
 }
 

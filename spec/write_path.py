@@ -16,7 +16,7 @@ from .state import (
     nodes_covering,
 )
 from .sync import digest_round, tracks_digest
-from .tree import add_node, lock_path, register_duplicate, set_node, split_node, update_node
+from .tree import add_node, lock_path, register_duplicate, set_node, split_node, touch, update_node
 
 
 # --- insert -------------------------------------------------------------------------
@@ -99,11 +99,13 @@ def insert_on_rank(m, rs, req):
     """
     path = m.pages.request_pages[req]
     to_write = []
+    touched = []
     pos = 0
     for end, k, split_at in list(_walk(m, rs, req)):
         if split_at is not None:
             rs = split_node(m, rs, end, split_at)
             end = split_at
+        touched.append(end)
         n = rs.nodes[end]
         if n.dev == ABSENT:
             # The node is evicted: take the new device copy (KV recomputation), a
@@ -119,7 +121,8 @@ def insert_on_rank(m, rs, req):
         rs = add_node(m.pages, rs, start, end, Node(start=start))
         rs = rs._replace(dev_free=rs.dev_free - (len(path) - pos))
         rs = _hit(m, rs, end, to_write)
-    return rs, tuple(to_write)
+        touched.append(end)
+    return touch(m, rs, touched), tuple(to_write)
 
 
 def write_backup(m, ranks, per_rank_nodes, failing=frozenset()):

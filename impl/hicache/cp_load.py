@@ -31,6 +31,12 @@ class CpLoadBack:
         node = self._by_path(path)
         if node is None:
             return 0
+        if self.cfg.victim_order == "lru":  # the local touch moves this rank's wall clock
+            wall = self.wall_order()
+            if wall and wall[-1] == node.end:
+                return 0
+            self._wall_touch(node)
+            return 1
         live = [e for e in self.local_clock if self.tree.node_at(e) is not None]
         if live and live[-1] == node.end:
             return 0

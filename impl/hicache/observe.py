@@ -18,6 +18,7 @@ class Inspect:
         done counts; prefetches; release queue; mirror-release and reclaim state; what the
         rank's store holds (``store=False`` skips the storage query)."""
         p = self._p
+        lru = self.cfg.victim_order == "lru"
         nodes = {}
         for n in self.tree.nodes():
             nodes[p(n.end)] = {
@@ -56,7 +57,10 @@ class Inspect:
             "victims": [p(e) for e in self.victims],
             "last_victims": [p(e) for e in self.last_victims],
             "reclaimed": [p(e) for e in self.reclaimed],  # the last 64 reclaim victims
-            "clock": [p(e) for e in self.local_clock],  # per-rank local access order (CP)
+            # per-rank local access order (CP), or under LRU this rank's wall-clock order
+            "clock": [p(e) for e in (self.wall_order() if lru else self.local_clock)],
+            # the replicated LRU order (victim_order "lru"), least recent first
+            "lru": [p(n.end) for n in sorted(self.tree.nodes(), key=self._order_lru)] if lru else [],
             "cp_last_plan": list(self.cp_last_plan),
             "running": sorted((list(r), p(e)) for r, e in self.running.items()),
             "store": self._store_contents() if store else None,

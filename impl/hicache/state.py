@@ -129,6 +129,11 @@ class RankBase:
         # recent first (per-rank, never replicated); the last plan's victims (end paths).
         self.local_clock: list[str] = []
         self.cp_last_plan: list[tuple] = []
+        # This rank's wall-clock access order (end pages, least recent first): every touch
+        # of the replicated steps plus the rank's own local touches. Only the
+        # lru-local-clock bug orders victims by it.
+        self.wall: list[str] = []
+        self.tree.on_touch = self._wall_touch
         # Request locks: running request (tokens) -> end page of the node it locked.
         self.running: dict[tuple, str] = {}
 
@@ -262,7 +267,26 @@ class RankBase:
         path = self.tree.path(node)
         if self.cfg.victim_order == "path":
             return path
-        return (node.last_access, path)
+        if self.cfg.has("lru-local-clock"):
+            wall = {e: i for i, e in enumerate(self.wall)}
+            return (wall.get(node.end, -1), path)  # the bug: a rank-local clock decides
+        return self._order_lru(node)
+
+    def _order_lru(self, node: Node):
+        return (node.last_access, self.tree.path(node))
+
+    def _wall_touch(self, node: Node) -> None:
+        self.wall = [e for e in self.wall if e != node.end and self.tree.node_at(e) is not None] + [node.end]
+
+    def _wall_split(self, upper: Node, lower: Node) -> None:
+        """A split's upper half copies the lower half's stamp (the path breaks the tie:
+        the upper half first)."""
+        if lower.end in self.wall:
+            i = self.wall.index(lower.end)
+            self.wall.insert(i, upper.end)
+
+    def wall_order(self) -> list[str]:
+        return [e for e in self.wall if self.tree.node_at(e) is not None]
 
     def _remove_nodes(self, nodes) -> None:
         """Take nodes out of the tree: durable marks revoked, registry entries cleaned.

@@ -59,6 +59,7 @@ class RadixTree:
         self.owner: dict[str, Node] = {}
         self.by_end: dict[str, Node] = {}
         self.clock = 0  # logical LRU clock: replicated, no wall time
+        self.on_touch = None  # called with each touched node (the rank's wall-clock order)
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -143,6 +144,8 @@ class RadixTree:
     def touch(self, node: Node) -> None:
         self.clock += 1
         node.last_access = self.clock
+        if self.on_touch is not None:
+            self.on_touch(node)
 
     def path(self, node: Node) -> tuple:
         """The node's identity for outsiders: the token path of its last page."""

@@ -28,6 +28,7 @@ VARIANT_NAMES = frozenset(
         "negated-pair-overflow",
         "orphan-host-subtree",
         "page-ceil-match",
+        "lru-local-clock",
     }
 ) | PLANNER_VARIANTS  # the CP load-back planner's (planner-local-tiebreak), bound in cp_load.py
 

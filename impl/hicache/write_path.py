@@ -85,6 +85,7 @@ class WritePath:
         a prefetch anchor's reference stays with the lower half (the anchor's identity).
         The upper half keeps load_back_pending, and is a duplicate birth point."""
         upper = self.tree.split(node, k)
+        self._wall_split(upper, node)
         at = upper.end
         backups = sum(1 for op in self.sq if at in op.pages)
         upper.host_ref = 0 if self.cfg.has("split-during-backup") else backups

@@ -23,6 +23,7 @@ FAST = 2000  # models with fewer distinct states run by default
 # expanded state, stuttering steps included.
 CORRECT = {
     "cp-planner-2r": (31913, 180684),
+    "lru-2r": (835, 4713),
     "paged-1r": (48, 185),
     "request-locks-1r": (585, 3668),
     "request-locks-2r": (601, 3492),
@@ -57,6 +58,7 @@ EXPECTED = {
     "variants/early-return-collective": (13, {"no_collective_hang"}),
     "variants/failed-batch-acked": (15636, {"durable_only_when_acked"}),
     "variants/host-starvation": (463, {"host_channel", "host_channel_fair"}),
+    "variants/lru-local-clock": (3001, {"rank_agreement"}),
     "variants/negated-pair-overflow": (11347, {"eviction_progress", "rank_agreement", "slot_conservation"}),
     "variants/orphan-host-subtree": (14, {"slot_conservation"}),
     "variants/page-ceil-match": (14, {"prefix_closed", "slot_conservation"}),

@@ -403,3 +403,22 @@ def test_page_ceil_match(bug):
         detached = [p for p, n in snap.items() if n["parent"] is not None and p[: len(n["parent"])] != n["parent"]]
         assert detached == ([(1, 2, 3, 5, 6, 7)] if bug else [])
         assert snap[(1, 2, 3, 5, 6, 7)]["start"] == ((1, 2, 3, 5, 6, 7) if bug else (1, 2, 3, 5))
+
+
+@pytest.mark.parametrize("bug", BUG)
+def test_lru_local_clock(bug):
+    """LRU host eviction on two ranks; rank 0 alone touches host leaf 1 (a probe). Keyed on
+    the replicated logical clock both ranks evict leaf 1 (least recently used by the
+    replicated steps); keyed on each rank's wall clock rank 0 evicts leaf 2 instead."""
+    with group(2, device_pages=2, host_pages=2, victim_order="lru",
+               variants=variants("lru-local-clock", bug)) as g:
+        g.insert([1])
+        g.insert([2])
+        write_all(g)
+        g.evict_node([1])
+        g.evict_node([2])
+        assert g.local_access(0, [1]) == 1
+        g.insert([3])  # its backup needs a host page: evict_host takes the LRU host leaf
+        left = [sorted(p for p in nodes(g, r) if p != (3,)) for r in range(2)]
+        assert left == ([[(1,)], [(2,)]] if bug else [[(2,)], [(2,)]])
+        assert ranks_agree(g) != bug
