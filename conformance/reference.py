@@ -39,6 +39,7 @@ def impl_config(cfg, variants=frozenset()) -> HiCacheConfig:
         digest_bits=cfg.digest_bits,
         variants=frozenset(cfg.variants) | frozenset(variants),
         victim_order=cfg.victim_order,
+        slot_order="lowest" if cfg.slots else "lifo",  # comparable slot identities
         manual=True,
         load_back_evicts=False,  # the spec's scheduler evicts with separate evict steps
         cp_planner=cfg.cp_planner,  # ...unless load_back plans its own victims (seed 004)

@@ -66,7 +66,8 @@ def rank_state(model, snap: dict) -> RankState:
             rel=bool(node["released"]),
         )
     span = lambda pair: (_page(model, pair[0]), _page(model, pair[1]))  # noqa: E731
-    return RankState(
+    extra = _slot_fields(model, snap) if model.cfg.slots else {}
+    return RankState(**extra,
         owner=tuple(owner),
         nodes=tuple(nodes),
         dev_free=snap["dev_free"],
@@ -95,6 +96,26 @@ def rank_state(model, snap: dict) -> RankState:
         lru=tuple(_page(model, p) for p in snap.get("lru", ())),
         running=tuple(sorted((_request(model, r), _page(model, e)) for r, e in snap.get("running", ()))),
     )
+
+
+def _slot_fields(model, snap: dict) -> dict:
+    """Slot identities (Config ``slots``): per page its device / host slot, the free slot
+    sets, the slots of prefetches and release-queue entries."""
+    n = model.pages.count
+    dslot, hslot = [-1] * n, [-1] * n
+    for end_path, node in snap["nodes"].items():
+        pages = model.pages.chain(_page(model, node["start"]), _page(model, end_path))
+        for owner, key, state in ((dslot, "dev_slots", node["dev"]), (hslot, "host_slots", node["host"])):
+            if state != "absent" and node.get(key) is not None:
+                for p, s in zip(pages, node[key]):
+                    owner[p] = s
+    mask = lambda slots: sum(1 << s for s in set(slots))  # noqa: E731
+    return {
+        "dslot": tuple(dslot), "hslot": tuple(hslot),
+        "dfree": mask(snap["dev_free_slots"]), "hfree": mask(snap["host_free_slots"]),
+        "pslots": tuple(tuple(x) for x in snap["pq_slots"]),
+        "rslots": tuple(tuple(x) for x in snap["relq_slots"]),
+    }
 
 
 def refine(model, snaps: List[dict], hung: str = "", halted: str = "") -> State:

@@ -41,12 +41,16 @@ class PageAllocator:
     allocator belongs to one rank's scheduler.
     """
 
-    def __init__(self, capacity: int, *, base: int = 0, name: str = "pool") -> None:
+    def __init__(self, capacity: int, *, base: int = 0, name: str = "pool", lowest_first: bool = False) -> None:
         if not isinstance(capacity, int) or capacity < 1:
             raise UserError(f"{name}: capacity must be a positive number of pages, got {capacity!r}")
         self.capacity = capacity
         self.base = base
         self.name = name
+        # lowest_first: alloc takes the lowest free slots in ascending order, whatever
+        # order they were freed in (the specification's allocator, for comparing slot
+        # identities); otherwise LIFO.
+        self.lowest_first = lowest_first
         self._owned = bytearray(capacity)  # 1 = allocated
         self._free = list(range(base + capacity - 1, base - 1, -1))  # pop() yields base first
 
@@ -54,6 +58,10 @@ class PageAllocator:
     def available(self) -> int:
         """Number of free slots."""
         return len(self._free)
+
+    def free_slots(self) -> list[int]:
+        """The free slot ids, ascending."""
+        return sorted(self._free)
 
     def allocated_count(self) -> int:
         return self.capacity - len(self._free)
@@ -74,6 +82,8 @@ class PageAllocator:
             raise ValueError(f"{self.name}: cannot allocate {n} slots")
         if n > len(self._free):
             return None
+        if self.lowest_first:
+            self._free.sort(reverse=True)  # pop() order: lowest first
         taken = self._free[len(self._free) - n :][::-1]
         del self._free[len(self._free) - n :]
         for s in taken:
@@ -155,11 +165,12 @@ class KVPool:
         base: int = 0,
         name: str = "pool",
         poison_on_free: bool = False,
+        lowest_first: bool = False,
     ) -> None:
         self.layout = layout
         self.name = name
         self.poison_on_free = poison_on_free
-        self.allocator = PageAllocator(num_pages, base=base, name=name)
+        self.allocator = PageAllocator(num_pages, base=base, name=name, lowest_first=lowest_first)
         self.data = torch.zeros(
             (num_pages, *layout.page_shape), dtype=layout.dtype, device=device, pin_memory=pin_memory
         )
@@ -220,13 +231,14 @@ def DevicePool(
     device: torch.device | str | None = None,
     name: str = "device",
     poison_on_free: bool = False,
+    lowest_first: bool = False,
 ) -> KVPool:
     """The device (L1) pool: on CUDA when available, else CPU. Slot ids start at 0."""
     if num_pages > HOST_SLOT_BASE:
         raise UserError(f"{name}: at most {HOST_SLOT_BASE} device pages, got {num_pages}")
     return KVPool(
         layout, num_pages, device=device or default_device(), base=0, name=name,
-        poison_on_free=poison_on_free,
+        poison_on_free=poison_on_free, lowest_first=lowest_first,
     )
 
 
@@ -237,11 +249,12 @@ def HostPool(
     pin_memory: bool | None = None,
     name: str = "host",
     poison_on_free: bool = False,
+    lowest_first: bool = False,
 ) -> KVPool:
     """The host (L2) pool: CPU memory, pinned when CUDA is available (needed for async DMA).
     Slot ids start at HOST_SLOT_BASE."""
     pin = torch.cuda.is_available() if pin_memory is None else pin_memory
     return KVPool(
         layout, num_pages, device="cpu", pin_memory=pin, base=HOST_SLOT_BASE, name=name,
-        poison_on_free=poison_on_free,
+        poison_on_free=poison_on_free, lowest_first=lowest_first,
     )

@@ -191,6 +191,9 @@ FIELD_KINDS = {
     "sq": "spans", "sdone": "same", "pq": "prefetches", "pdone": "same", "relq": "same",
     "plan": "pages", "mismatch": "same", "closed": "same", "dups": "pages", "digest": "pages",
     "clock": "pages", "running": "held", "lru": "pages",
+    # slot identities: per-page slot arrays move with their pages; slot ids are not pages
+    "dslot": "per_page", "hslot": "per_page", "dfree": "same", "hfree": "same",
+    "pslots": "same", "rslots": "same",
 }
 UNKNOWN_FIELDS = [f for f in RankState._fields if f not in FIELD_KINDS]
 
@@ -221,6 +224,11 @@ def relabel_rank(rs: RankState, perm, rq) -> RankState:
             out.append(tuple((perm[a], perm[b]) for a, b in v))
         elif kind == "pages":
             out.append(tuple(perm[e] for e in v))
+        elif kind == "per_page":
+            moved = [-1] * len(v)
+            for p, x in enumerate(v):
+                moved[perm[p]] = x
+            out.append(tuple(moved))
         elif kind == "held":
             out.append(tuple(sorted((rq[r], perm[e]) for r, e in v)))
         elif kind == "prefetches":

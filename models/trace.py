@@ -39,6 +39,10 @@ def rank_to_itf(m, rs) -> dict:
     nodes = []
     for e in live_nodes(rs):
         n = rs.nodes[e]
+        extra = {}
+        if m.cfg.slots:  # slot identities: the slot of each page's device / host copy
+            chain = m.pages.chain(n.start, e)
+            extra = {"device_slots": [rs.dslot[p] for p in chain], "host_slots": [rs.hslot[p] for p in chain]}
         nodes.append(
             [
                 m.name(e),
@@ -51,6 +55,7 @@ def rank_to_itf(m, rs) -> dict:
                     "hit_count": n.hits,
                     "load_back_pending": n.lbp,
                     "released": n.rel,
+                    **extra,
                 },
             ]
         )
@@ -76,6 +81,11 @@ def rank_to_itf(m, rs) -> dict:
         "duplicate_registry": [m.name(e) for e in rs.dups],
         "reclaimed_since_round": [m.name(e) for e in rs.digest],
     }
+    if m.cfg.slots:
+        out["device_free_slots"] = {"#set": [x for x in range(m.cfg.device_pages) if rs.dfree >> x & 1]}
+        out["host_free_slots"] = {"#set": [x for x in range(m.cfg.host_pages) if rs.hfree >> x & 1]}
+        out["prefetch_slots"] = [list(x) for x in rs.pslots]
+        out["release_slots"] = [list(x) for x in rs.rslots]
     if m.cfg.lru:
         out["lru_order"] = [m.name(e) for e in rs.lru]
         out["wall_clock_order"] = [m.name(e) for e in rs.clock]
@@ -242,7 +252,8 @@ def _diff_rank(a: dict, b: dict) -> List[str]:
         if isinstance(a[key], dict) and "#set" in a[key]:
             added = sorted(set(b[key]["#set"]) - set(a[key]["#set"]))
             gone = sorted(set(a[key]["#set"]) - set(b[key]["#set"]))
-            parts = ([f"+{', +'.join(added)}"] if added else []) + ([f"-{', -'.join(gone)}"] if gone else [])
+            parts = ([f"+{', +'.join(map(str, added))}"] if added else []) + (
+                [f"-{', -'.join(map(str, gone))}"] if gone else [])
             out.append(f"{key} {' '.join(parts)}")
         else:
             out.append(f"{key} {_brief(a[key])} -> {_brief(b[key])}")
@@ -256,6 +267,8 @@ def _node_brief(n: dict) -> str:
             bits.append(f"{k} {n[k]}")
     if n["load_back_pending"]:
         bits.append("load_back_pending")
+    if "device_slots" in n:
+        bits.append(f"device slots {n['device_slots']}, host slots {n['host_slots']}")
     return "; ".join(bits)
 
 

@@ -92,6 +92,8 @@ class Config:
     # (a partial last page is never cached), pools count pages, thresholds count tokens.
     page_size: int = constant(1, "tokens per page", bounds=(1, 8), symmetry=False, proofs=False)
     victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", symmetry=False, proofs=False)
+    slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
+                           symmetry=False, proofs=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
                                    "(lock_request / unlock_request)", symmetry=False, proofs=False)
 

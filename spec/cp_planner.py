@@ -13,6 +13,7 @@ access clock instead (least recently accessed first), a per-rank value.
 
 from __future__ import annotations
 
+from . import slots
 from .action import act
 from .state import ABSENT, HOST_RESIDENT, is_host_leaf, live_nodes, node_len
 from .tree import remove_nodes, set_node
@@ -58,6 +59,7 @@ def evict_victims(m, rs, victims):
     for e in victims:
         n = rs.nodes[e]
         size = node_len(m.pages, rs, e)
+        rs = slots.give(m, rs, "d", m.pages.chain(n.start, e))
         if n.host == HOST_RESIDENT:
             rs = set_node(rs, e, n._replace(dev=ABSENT))
             rs = rs._replace(dev_free=rs.dev_free + size)

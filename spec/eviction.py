@@ -14,6 +14,7 @@ from .state import (
     node_len,
     subtree,
 )
+from . import slots
 from .tree import register_duplicate, remove_nodes, set_node
 
 
@@ -39,6 +40,7 @@ def _demote(m, rs, e):
     """_evict_backuped: free the device copy; the host copy stays (node is evicted)."""
     n = rs.nodes[e]
     rs = rs._replace(dev_free=rs.dev_free + node_len(m.pages, rs, e))
+    rs = slots.give(m, rs, "d", m.pages.chain(n.start, e))
     return set_node(rs, e, n._replace(dev=ABSENT))
 
 
@@ -67,8 +69,11 @@ def _delete(m, rs, e):
     """
     below = subtree(m.pages, rs, e)[1:]
     freed_host = 0
+    rs = slots.give(m, rs, "d", m.pages.chain(rs.nodes[e].start, e))
     if not m.cfg.has("orphan-host-subtree"):
         freed_host = sum(node_len(m.pages, rs, d) for d in below)
+        for d in below:
+            rs = slots.give(m, rs, "h", m.pages.chain(rs.nodes[d].start, d))
     rs = rs._replace(
         dev_free=rs.dev_free + node_len(m.pages, rs, e),
         host_free=rs.host_free + freed_host,
@@ -117,6 +122,7 @@ def evict(m, s, a):
             continue
         n = rs.nodes[e]
         rs = rs._replace(host_free=rs.host_free - need)
+        rs = slots.take(m, rs, "h", m.pages.chain(n.start, e))
         rs = set_node(rs, e, n._replace(host=HOST_RESIDENT, href=n.href + int(cfg.storage)))
         rs = register_duplicate(m, rs, e)  # backup ack: a duplicate birth point
         if cfg.storage:

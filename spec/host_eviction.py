@@ -8,6 +8,7 @@ reference implementation can be run with the same key order for conformance.
 
 from __future__ import annotations
 
+from . import slots
 from .memo import per_model
 from .sync import tracks_digest
 from .state import (
@@ -93,6 +94,7 @@ def evict_host(m, rs: RankState, need: int) -> RankState:
         victim = min(leaves, key=victim_key(m, rs))
         size = node_len(m.pages, rs, victim)
         freed += size
+        rs = slots.give(m, rs, "h", m.pages.chain(rs.nodes[victim].start, victim))
         rs = remove_nodes(m, rs, (victim,))._replace(host_free=rs.host_free + size)
     return rs
 

@@ -15,6 +15,7 @@ from .state import (
     parent_node,
     path_to_root,
 )
+from . import slots
 from .sync import digest_round
 from .tree import lock_path, register_duplicate, touch, update_node
 
@@ -76,6 +77,7 @@ def load_back(m, s, a):
         rs = touch(m, lock_path(m, rs, e, +1), chain)
         first = rs.nodes[chain[0]].start
         rs = rs._replace(dev_free=rs.dev_free - total, lq=rs.lq + ((first, e),))
+        rs = slots.take(m, rs, "d", [p for x in chain for p in m.pages.chain(rs.nodes[x].start, x)])
         ranks.append(rs)
     return s._replace(ranks=tuple(ranks))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .action import act
 from .host_eviction import allocate_host
 from .state import ABSENT, HOST_RESIDENT, Node, matched_prefix
+from . import slots
 from .tree import add_node, ensure_boundary, touch, update_node
 
 NOT_DONE = -1  # pdone entry of a read that has not finished on that rank
@@ -74,6 +75,9 @@ def prefetch_from_storage(m, s, a):
             rs = rs._replace(
                 host_free=rs.host_free - n, pq=rs.pq + ((req, anchor, k, n),), pdone=rs.pdone + (NOT_DONE,)
             )
+            if m.cfg.slots:
+                rs, got = slots.reserve(m, rs, n)
+                rs = rs._replace(pslots=rs.pslots + (got,))
         else:
             rs = protect(rs, -1)
         out.append(rs)
@@ -146,6 +150,12 @@ def check_prefetch_progress(m, s, a):
             rs = touch(m, rs, (end,))
         tail = n - completed
         free_now = have + (tail if cfg.has("prefetch-double-free") else 0)
+        if cfg.slots:
+            held = rs.pslots[i]
+            rs = slots.adopt(m, rs, fetched[have:], held[have:completed])
+            rs = slots.release(m, rs, held[:have] + (held[completed:] if cfg.has("prefetch-double-free") else ()))
+            rs = rs._replace(pslots=rs.pslots[:i] + rs.pslots[i + 1 :],
+                             rslots=rs.rslots + ((held[completed:],) if tail else ()))
         rs = rs._replace(
             host_free=rs.host_free + free_now,
             relq=rs.relq + ((tail,) if tail else ()),

@@ -130,6 +130,54 @@ def _pools_balance(m, rs) -> Optional[str]:
     return None
 
 
+def slot_ownership(m, s) -> Optional[str]:
+    """3, with slot identities: each slot has at most one owner, no owned slot is free,
+    every slot is owned or free, and the free counter counts distinct free slots (a slot
+    freed twice counts twice)."""
+    if not m.cfg.slots:
+        return None  # free-page counters only: slot_conservation is the property
+    return _each_rank(s, lambda r, rs: _slot_owners(m, rs))
+
+
+@per_model
+def _slot_owners(m, rs) -> Optional[str]:
+    for pool, owner, free, count, cap in (
+        ("device", rs.dslot, rs.dfree, rs.dev_free, m.cfg.device_pages),
+        ("host", rs.hslot, rs.hfree, rs.host_free, m.cfg.host_pages),
+    ):
+        held = {}
+        for e in live_nodes(rs):
+            n = rs.nodes[e]
+            if (n.dev if pool == "device" else n.host) == ABSENT:
+                continue
+            for p in m.pages.chain(n.start, e):
+                held.setdefault(owner[p], []).append(f"page {m.page_name(p)}")
+        if pool == "host":
+            for i, got in enumerate(rs.pslots):
+                for x in got:
+                    held.setdefault(x, []).append(f"prefetch {i}")
+            for i, got in enumerate(rs.rslots):
+                for x in got:
+                    held.setdefault(x, []).append(f"release entry {i}")
+        for slot, who in sorted(held.items()):
+            if slot < 0:
+                return f"{pool}: {who[0]} holds no slot"
+            if len(who) > 1:
+                return f"{pool} slot {slot} has two owners: {who[0]} and {who[1]}"
+            if free >> slot & 1:
+                return f"{pool} slot {slot} is free but owned by {who[0]}"
+        lost = [x for x in range(cap) if x not in held and not free >> x & 1]
+        if lost:
+            return f"{pool} slot {lost[0]} is allocated but owned by nobody (leak)"
+        if count != bin(free).count("1"):
+            return f"{pool} free counter {count} but {bin(free).count('1')} distinct free slots (a double free)"
+    return None
+
+
+def slotted(cfg) -> bool:
+    return cfg.slots
+
+
 # --- 4. durable only when acked -----------------------------------------------------------
 
 
@@ -519,6 +567,8 @@ PROPERTIES = [
     _safety("counter_sanity", INVARIANT, 7, "lock_ref and host_ref_counter never negative", counter_sanity),
     _safety("locked_never_evicted", TRANSITION, 7, "locked nodes are never evicted", locked_never_evicted),
     _EVICTION_PROGRESS,
+    Property("slot_ownership", INVARIANT, 3, "each slot has one owner or is free, counted once (slots)",
+             slot_ownership, slotted),
     Property("prefix_closed", INVARIANT, 8, "every cached node hangs below the page before it (page_size > 1)",
              prefix_closed, paged),
     _safety("rank_agreement", INVARIANT, 6, "replicas agree after every sync round", rank_agreement, multi_rank),

@@ -88,11 +88,19 @@ class RankState(NamedTuple):
     lru: Tuple[int, ...] = ()
     # Request locks only: (request, end of the node it locked), sorted (replicated).
     running: Tuple[Tuple[int, int], ...] = ()
+    # Slot identities only (spec/slots.py): per page its device / host slot (-1: none),
+    # each pool's free slots (bitmask), and the host slots of prefetches / release entries.
+    dslot: Tuple[int, ...] = ()
+    hslot: Tuple[int, ...] = ()
+    dfree: int = 0
+    hfree: int = 0
+    pslots: Tuple[Tuple[int, ...], ...] = ()
+    rslots: Tuple[Tuple[int, ...], ...] = ()
 
 
 # RankState fields only Config fields without a TLA+ twin use (tiercheck tla refuses models
 # that set them, so the twin's rank record does not carry them).
-TWINLESS_FIELDS = ("lru", "running")
+TWINLESS_FIELDS = ("lru", "running", "dslot", "hslot", "dfree", "hfree", "pslots", "rslots")
 
 
 class State(NamedTuple):
@@ -114,6 +122,10 @@ def empty_rank(pages: int, device_pages: int, host_pages: int) -> RankState:
 
 def initial_state(cfg, pages) -> State:
     rank = empty_rank(pages.count, cfg.device_pages, cfg.host_pages)
+    if cfg.slots:
+        none = (-1,) * pages.count
+        rank = rank._replace(dslot=none, hslot=none, dfree=(1 << cfg.device_pages) - 1,
+                             hfree=(1 << cfg.host_pages) - 1)
     return State(ranks=(rank,) * cfg.ranks, store=(0,) * cfg.ranks)
 
 

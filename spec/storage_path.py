@@ -8,6 +8,7 @@ from .digest import negated_pairs_agree, plan_digest
 from .host_eviction import is_redundant_mirror, victim_key
 from .memo import per_model
 from .state import StorageAck, live_nodes, node_len, nodes_covering
+from . import slots
 from .sync import digest_round
 from .tree import free_node_host, update_node
 
@@ -203,6 +204,9 @@ def _drain_rank(m, rs, nb, nr, completed):
                 if rs.owner[p] >= 0:
                     rs = rs._replace(durable=rs.durable | 1 << p)
     freed = sum(rs.relq[:nr])
+    if m.cfg.slots:
+        rs = slots.release(m, rs, [s for entry in rs.rslots[:nr] for s in entry])
+        rs = rs._replace(rslots=rs.rslots[nr:])
     return rs._replace(
         sq=rs.sq[nb:], sdone=rs.sdone[nb:], relq=rs.relq[nr:], host_free=rs.host_free + freed
     )

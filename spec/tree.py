@@ -6,6 +6,7 @@ they take a RankState and return a new one.
 
 from __future__ import annotations
 
+from . import slots
 from .state import (
     ABSENT,
     HOST_RESIDENT,
@@ -79,6 +80,8 @@ def split_node(m, rs: RankState, end: int, at: int) -> RankState:
     )
     rs = add_node(pages, rs, old.start, at, upper)
     rs = set_node(rs, end, old._replace(start=lower_start))
+    if cfg.has("split-slice-off-by-one") and old.dev != ABSENT:
+        rs = slots.split_slots(m, rs, pages.chain(lower_start, end), at)
     if cfg.lru:
         rs = rs._replace(lru=_copy_stamp(rs.lru, end, at), clock=_copy_stamp(rs.clock, end, at))
     return register_duplicate(m, rs, at)
@@ -147,6 +150,7 @@ def free_node_host(m, rs: RankState, end: int) -> RankState:
     """Drop a node's host copy (the node stays in the tree)."""
     n = rs.nodes[end]
     rs = rs._replace(host_free=rs.host_free + node_len(m.pages, rs, end))
+    rs = slots.give(m, rs, "h", m.pages.chain(n.start, end))
     return set_node(rs, end, n._replace(host=ABSENT))
 
 

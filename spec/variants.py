@@ -241,6 +241,20 @@ VARIANTS = {
             twin=False,
             catalogue=False,
         ),
+        Variant(
+            "split-slice-off-by-one",
+            "seed 004 _split_node (child.value[:split_len] / [split_len:], split_len checked "
+            "against page_size in the CP metadata split)",
+            "a split slices the lower half's device slots one page early: one slot is owned "
+            "by both halves (freed twice once both are evicted) and the lower half's last "
+            "slot is owned by nobody; the free counts still balance",
+            "_split_node: the lower half takes value[k-1:-1] instead of value[k:]",
+            "slot_ownership",
+            action="insert",
+            proof=OUT_OF_SCOPE + " needs slot identities (slots), which the z3 encoding does not model (free-page counters)",
+            twin=False,
+            catalogue=False,
+        ),
     ]
 }
 

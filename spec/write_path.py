@@ -15,6 +15,7 @@ from .state import (
     node_len,
     nodes_covering,
 )
+from . import slots
 from .sync import digest_round, tracks_digest
 from .tree import add_node, lock_path, register_duplicate, set_node, split_node, touch, update_node
 
@@ -112,6 +113,7 @@ def insert_on_rank(m, rs, req):
             # duplicate birth point when its host copy is resident.
             rs = set_node(rs, end, n._replace(dev=RESIDENT))
             rs = rs._replace(dev_free=rs.dev_free - k)
+            rs = slots.take(m, rs, "d", m.pages.chain(rs.nodes[end].start, end))
             rs = register_duplicate(m, rs, end)
         else:
             rs = _hit(m, rs, end, to_write)
@@ -120,6 +122,7 @@ def insert_on_rank(m, rs, req):
         start, end = path[pos], path[-1]
         rs = add_node(m.pages, rs, start, end, Node(start=start))
         rs = rs._replace(dev_free=rs.dev_free - (len(path) - pos))
+        rs = slots.take(m, rs, "d", m.pages.chain(start, end))
         rs = _hit(m, rs, end, to_write)
         touched.append(end)
     return touch(m, rs, touched), tuple(to_write)
@@ -156,6 +159,7 @@ def write_backup(m, ranks, per_rank_nodes, failing=frozenset()):
                 continue
             n = rs.nodes[end]
             rs = rs._replace(host_free=rs.host_free - need, wq=rs.wq + ((n.start, end),))
+            rs = slots.take(m, rs, "h", m.pages.chain(n.start, end))
             if cfg.backup_path_lock:
                 ranks[r] = lock_path(m, set_node(rs, end, n._replace(host=WRITING)), end, +1)
             else:

@@ -62,6 +62,10 @@ class HiCacheConfig:
     storage_batch_pages: int | None = None
     # Check the bytes of every load-back at its ack (raises ProtocolError on a mismatch).
     verify_loads: bool = False
+    # Slot allocation: "lifo" (the most recently freed first: a slot freed too early is
+    # reused at once) or "lowest" (the lowest free slots: the specification's allocator,
+    # so conformance can compare slot identities).
+    slot_order: str = "lifo"
     # load_back refuses chains of fewer tokens (SGLang: 10); 1 loads every chain.
     load_back_threshold: int = 1
 
@@ -89,6 +93,8 @@ class HiCacheConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise UserError(f"hicache: {name} must be a non-negative int, got {v!r}")
+        if self.slot_order not in ("lifo", "lowest"):
+            raise UserError(f"hicache: slot_order must be lifo or lowest, got {self.slot_order!r}")
         v = self.load_back_threshold
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise UserError(f"hicache: load_back_threshold must be a positive int, got {v!r}")

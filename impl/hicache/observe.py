@@ -32,6 +32,9 @@ class Inspect:
                 "hit_count": n.hit_count,
                 "load_back_pending": n.lbp,
                 "released": n.released,
+                # slot ids relative to their pool (device slots from 0, host slots from 0)
+                "dev_slots": self._offsets(self.device_pool, n.dev_slots),
+                "host_slots": self._offsets(self.host_pool, n.host_slots),
             }
         return {
             "rank": self.rank,
@@ -64,7 +67,15 @@ class Inspect:
             "cp_last_plan": list(self.cp_last_plan),
             "running": sorted((list(r), p(e)) for r, e in self.running.items()),
             "store": self._store_contents() if store else None,
+            "dev_free_slots": self._offsets(self.device_pool, self.device_pool.allocator.free_slots()),
+            "host_free_slots": self._offsets(self.host_pool, self.host_pool.allocator.free_slots()),
+            "pq_slots": [self._offsets(self.host_pool, o.slots) for o in self.pq],
+            "relq_slots": [self._offsets(self.host_pool, s) for s in self.relq],
         }
+
+    @staticmethod
+    def _offsets(pool, slots):
+        return None if slots is None else [s - pool.base for s in slots]
 
     def _store_contents(self) -> list[tuple] | None:
         """Pages whose key (this rank's namespace) the store holds, among known pages."""

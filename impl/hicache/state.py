@@ -82,10 +82,13 @@ class RankBase:
         self.source_rank = 0 if cfg.single_writer else rank  # whose storage keys reads use
         self.writer = not cfg.single_writer or rank == 0
         self.layout = cfg.layout
+        lowest = cfg.slot_order == "lowest"
         self.device_pool = DevicePool(
-            cfg.layout, cfg.device_pages, device=cfg.device, poison_on_free=cfg.poison_on_free
+            cfg.layout, cfg.device_pages, device=cfg.device, poison_on_free=cfg.poison_on_free,
+            lowest_first=lowest,
         )
-        self.host_pool = HostPool(cfg.layout, cfg.host_pages, poison_on_free=cfg.poison_on_free)
+        self.host_pool = HostPool(cfg.layout, cfg.host_pages, poison_on_free=cfg.poison_on_free,
+                                  lowest_first=lowest)
         mode = "manual" if cfg.manual else "auto"
         # Two engines, as SGLang has two streams: backups and load-backs finish independently.
         self.d2h = make_engine(self.device_pool, self.host_pool, mode=mode)

@@ -29,6 +29,7 @@ VARIANT_NAMES = frozenset(
         "orphan-host-subtree",
         "page-ceil-match",
         "lru-local-clock",
+        "split-slice-off-by-one",
     }
 ) | PLANNER_VARIANTS  # the CP load-back planner's (planner-local-tiebreak), bound in cp_load.py
 

@@ -85,6 +85,9 @@ class WritePath:
         a prefetch anchor's reference stays with the lower half (the anchor's identity).
         The upper half keeps load_back_pending, and is a duplicate birth point."""
         upper = self.tree.split(node, k)
+        if self.cfg.has("split-slice-off-by-one") and node.dev_slots is not None:
+            # the bug: the lower half's device value is sliced one page early
+            node.dev_slots = (upper.dev_slots[-1:] + node.dev_slots)[:-1]
         self._wall_split(upper, node)
         at = upper.end
         backups = sum(1 for op in self.sq if at in op.pages)

@@ -422,3 +422,29 @@ def test_lru_local_clock(bug):
         left = [sorted(p for p in nodes(g, r) if p != (3,)) for r in range(2)]
         assert left == ([[(1,)], [(2,)]] if bug else [[(2,)], [(2,)]])
         assert ranks_agree(g) != bug
+
+
+@pytest.mark.parametrize("bug", BUG)
+def test_split_slice_off_by_one(bug):
+    """A split slices the lower half's device slots one page early: the upper half's last
+    slot gets a second owner and the lower half's own last slot none. The free counts
+    balance; slot ownership (verify) does not, and evicting both halves frees one slot twice."""
+    from tiercheck.impl.pools import DoubleFreeError
+
+    with group(1, device_pages=4, host_pages=1, slot_order="lowest",
+               variants=variants("split-slice-off-by-one", bug)) as g:
+        g.insert([1, 2, 3])  # slots 0, 1, 2
+        g.insert([1, 4])  # splits after page 1
+        assert node(g, [1])["dev_slots"] == [0]
+        assert node(g, [1, 2, 3])["dev_slots"] == ([0, 1] if bug else [1, 2])
+        problems = g.verify()
+        assert any("more than one owner" in p for p in problems) == bug
+        assert any("owned by nobody" in p for p in problems) == bug
+        assert g.evict_node([1, 2, 3]) == [2]
+        write_all(g)
+        g.evict_node([1, 4])
+        if bug:
+            with pytest.raises(DoubleFreeError):
+                g.evict_node([1])  # the shared slot 0 again
+        else:
+            assert problems == []
