@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional
 import z3
 
 from .ranks import RankSort, SymbolicRanks, Template
+from .resolution import LEMMAS
 from .sym import and_, implies, not_, or_
 
 W = 64
@@ -202,6 +203,8 @@ THEOREMS: List[Theorem] = [
             "unsat", plan_digest_injective(3)),
     Theorem("overflow_witness", "negated-pair-overflow: with INT64_MIN allowed the check passes for differing values",
             "sat", overflow_witness()),
+    # The finer resolution's lemmas (slots, page_size, victim_order; proofs/resolution.py).
+    *(Theorem(*lemma) for lemma in LEMMAS),
 ]
 
 
