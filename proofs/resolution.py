@@ -121,17 +121,17 @@ def lru_victim(local_clock: bool):
     return build
 
 
+def _pair(claim: str, witness: str, fn) -> List[Lemma]:
+    """The correct step's claim (proved) and the variant's witness (exhibited)."""
+    (ok_name, ok_text), (bad_name, bad_text) = claim.split(": ", 1), witness.split(": ", 1)
+    return [Lemma(ok_name, ok_text, "unsat", fn(False)), Lemma(bad_name, bad_text, "sat", fn(True))]
+
+
 LEMMAS: List[Lemma] = [
-    Lemma("split_keeps_slot_owners", "a split gives every slot of the node to exactly one half (nodes up to 6 pages)",
-          "unsat", split_slots(False)),
-    Lemma("split_slice_off_by_one_witness", "split-slice-off-by-one: a slot gets two owners or none",
-          "sat", split_slots(True)),
-    Lemma("page_floored_match", "a match floored to pages covers only shared tokens, in whole pages",
-          "unsat", page_match(False)),
-    Lemma("page_ceil_match_witness", "page-ceil-match: the match covers a token the keys differ in",
-          "sat", page_match(True)),
-    Lemma("lru_replicated_victim", "LRU keyed on the replicated clock: every rank evicts the same host leaf",
-          "unsat", lru_victim(False)),
-    Lemma("lru_local_clock_witness", "lru-local-clock: ranks evict different host leaves",
-          "sat", lru_victim(True)),
+    *_pair("split_keeps_slot_owners: a split gives every slot of the node to exactly one half (nodes up to 6 pages)",
+           "split_slice_off_by_one_witness: split-slice-off-by-one: a slot gets two owners or none", split_slots),
+    *_pair("page_floored_match: a match floored to pages covers only shared tokens, in whole pages",
+           "page_ceil_match_witness: page-ceil-match: the match covers a token the keys differ in", page_match),
+    *_pair("lru_replicated_victim: LRU keyed on the replicated clock: every rank evicts the same host leaf",
+           "lru_local_clock_witness: lru-local-clock: ranks evict different host leaves", lru_victim),
 ]
