@@ -33,6 +33,8 @@ UNSUPPORTED = {
     "mirror_release": "no supported release has mirror release (PR #33862 is not merged)",
     "single_writer": "the lane builds an MHA cache (no MLA single writer)",
     "cp_planner": "the CP load-back planner is not part of HiCache's UnifiedRadixCache",
+    "slots": "slot identities are not read from SGLang's allocators",
+    "request_locks": "lock_request / unlock_request are not mapped",
 }
 
 
@@ -62,6 +64,9 @@ def check_supported(cfg, version: str | None = None) -> None:
     for flag, why in UNSUPPORTED.items():
         if getattr(cfg, flag):
             raise UserError(f"--impl sglang: model has {flag} = true, which the adapter cannot drive: {why}")
+    if cfg.page_size != 1 or cfg.victim_order != "path":
+        raise UserError("--impl sglang: the lane runs page_size = 1 with the spec's page-order victims; "
+                        f"the model has page_size = {cfg.page_size}, victim_order = {cfg.victim_order!r}")
     if cfg.policy == "write_back" and not cfg.duplicate_reclaim:
         raise UserError("--impl sglang: SGLang always reclaims host duplicates under write_back: "
                         "set duplicate_reclaim = true")
