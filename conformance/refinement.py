@@ -101,6 +101,10 @@ def rank_state(model, snap: dict) -> RankState:
 def _slot_fields(model, snap: dict) -> dict:
     """Slot identities (Config ``slots``): per page its device / host slot, the free slot
     sets, the slots of prefetches and release-queue entries."""
+    for key in ("dev_free_slots", "host_free_slots", "pq_slots", "relq_slots"):
+        if snap.get(key) is None:
+            raise RefinementError(f"the snapshot has no {key!r}, which a model with slots = true needs "
+                                  "(docs/plugging-in.md)")
     n = model.pages.count
     dslot, hslot = [-1] * n, [-1] * n
     for end_path, node in snap["nodes"].items():
