@@ -4,7 +4,8 @@
 ``tiercheck generate`` with no model writes a tour of each. The set covers every policy
 and mechanism the spec has (write_through, selective, write_back with duplicate reclaim,
 storage with partial failures, prefetch on two ranks, mirror release, MLA's single
-writer, the CP planner) and the faults that make their bugs observable; every catalogued
+writer, the CP planner, slot identities, pages of several tokens, LRU victims, request
+locks) and the faults that make their bugs observable; every catalogued
 bug variant is killed by it (benchmarks/kill_matrix.py).
 
 The budget is shared round-robin: four rounds, each giving every model an equal share of
@@ -49,6 +50,13 @@ DEFAULT_MODELS: List[DefaultModel] = [
     DefaultModel("wt-mirror-2r", "wt-mirror-2r", {}, "mirror release on two ranks with partial backups, fail-close"),
     DefaultModel("wt-mirror-mla-2r", "wt-mirror-mla-2r", {}, "MLA: rank 0 writes storage for all"),
     DefaultModel("cp-planner-2r", "cp-planner-2r", {}, "the CP planner's replicated victim order"),
+    # The finer resolution together: two-token pages (a partial last page, a divergence
+    # inside a page), slot identities, LRU host victims and request locks, with prefetch.
+    DefaultModel("resolution-1r", "paged-1r",
+                 {"requests": ((1, 2, 3, 4, 5), (1, 2, 3, 6), (7, 8)), "host_pages": 2, "storage": True,
+                  "prefetch": True, "slots": True, "victim_order": "lru", "request_locks": True, "max_lock": 5},
+                 "pages of two tokens, slot identities, LRU host victims, request locks, prefetch"),
+    DefaultModel("lru-2r", "lru-2r", {}, "LRU host victims on two ranks with rank-local touches"),
 ]
 
 ROUNDS = 4
