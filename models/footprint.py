@@ -25,6 +25,7 @@ hold). Under symmetry reduction the plain expansion runs (successors are canonic
 from __future__ import annotations
 
 import operator
+from functools import reduce
 
 from tiercheck.models.expand import Expander
 from tiercheck.spec.model import ACTIONS
@@ -118,10 +119,17 @@ class MemoExpander(Expander):
         self.fields = State._fields
         self.masks = [masks[f] for f in State._fields]
         self.bits = [1 << i for i in range(len(self.fields))]
+        self.ranks_bit = self.bits[self.fields.index("ranks")]  # what the frees test reads
         # A field whose bits it shares with another (hung, halted) passes through a step
         # only with its partners.
-        self.partners = [
-            sum(b for j, b in enumerate(self.bits) if self.masks[j] & self.masks[i]) for i in range(len(self.fields))
+        partners = [sum(b for j, b in enumerate(self.bits) if self.masks[j] & self.masks[i]) for i in range(len(self.fields))]
+        n = len(self.fields)
+        self.all_bits = (1 << n) - 1
+        # By a set of field bits: the key bits of those fields; and, for the fields a
+        # step passed through, those whose partners all passed too.
+        self.key_mask = [reduce(operator.or_, (self.masks[i] for i in range(n) if bits >> i & 1), 0) for bits in range(1 << n)]
+        self.passable = [
+            sum(1 << i for i in range(n) if bits >> i & 1 and not partners[i] & ~bits) for bits in range(1 << n)
         ]
         self.entries = [(spec, self.name_id[spec.name], spec.effect) for spec in ACTIONS]
         self.clear()
@@ -133,13 +141,6 @@ class MemoExpander(Expander):
         self.records = 0
         self.computed = 0  # units run on the spec (misses), for tests and benchmarks
 
-    def mask_of(self, read: int) -> int:
-        m = 0
-        for i, b in enumerate(self.bits):
-            if read & b:
-                m |= self.masks[i]
-        return m
-
     def _find(self, unit, key):
         for mask, table in self.tables[unit]:
             rec = table.get(key & mask)
@@ -150,7 +151,7 @@ class MemoExpander(Expander):
     def _file(self, unit, read, key, rec) -> None:
         if self.records >= RECORD_LIMIT:
             self.clear()
-        mask = self.mask_of(read)
+        mask = self.key_mask[read]
         for m, table in self.tables[unit]:
             if m == mask:
                 break
@@ -243,31 +244,31 @@ class MemoExpander(Expander):
         spec, name_id, effect = self.entries[unit - 1]
         out = []
         cacheable = True
-        n = len(self.fields)
+        bits = self.bits
         for a in m.enabled(ws, spec):
             t = effect(m, ws, a)
             passed = 0  # field bits passed through unread
             if box is not None:
-                for i in range(n):
-                    if t[i] is ws[i]:
-                        passed |= self.bits[i]
-                for i in range(n):
-                    if passed & self.bits[i] and (self.partners[i] & ~passed):
-                        passed &= ~self.bits[i]
-                box[0] |= ((1 << n) - 1) & ~passed  # the stutter test reads what it wrote
-                t = tuple.__new__(State, [s[i] if passed & self.bits[i] else t[i] for i in range(n)])
+                same = 0  # fields the step left as they were (the very wrapper)
+                for b, x, y in zip(bits, t, ws):
+                    if x is y:
+                        same |= b
+                passed = self.passable[same]
+                box[0] |= self.all_bits & ~passed  # the stutter test reads what it wrote
+                # Unwrap: a wrapper in another field's place is a read of its own field.
+                t = tuple.__new__(State, [(x.v if x is y else x._get()) if type(x) is Tracked else x for x, y in zip(t, ws)])
             tkey, canon = codec.encode_step(t, s, sgids)
             if type(tkey) is not int:
                 cacheable = False
                 pmask = 0
                 partial = tkey
             else:
-                pmask = self.mask_of(passed)
+                pmask = self.key_mask[passed]
                 partial = tkey & ~pmask
             tv, fr = (), False
             if tkey != key:
-                if box is not None:  # the properties see passed fields wrapped
-                    canon = tuple.__new__(State, [ws[i] if passed & self.bits[i] else canon[i] for i in range(n)])
+                if passed:  # the properties see passed fields wrapped
+                    canon = tuple.__new__(State, [y if passed & b else x for b, x, y in zip(bits, canon, ws)])
                 for p in self.transitions:
                     msg = p.fn(m, ws, a, canon)
                     if msg:
@@ -275,6 +276,6 @@ class MemoExpander(Expander):
                 if a.name == "evict":
                     fr = t.ranks[0].dev_free > s.ranks[0].dev_free
                     if box is not None:
-                        box[0] |= self.bits[self.fields.index("ranks")]
+                        box[0] |= self.ranks_bit
             out.append((name_id, partial, pmask, tv, fr))
         return tuple(out), cacheable
