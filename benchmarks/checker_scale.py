@@ -1,14 +1,21 @@
-"""Checker throughput and memory on shipped models: the packed-state engine with 1..N
-workers against a reference breadth-first search over full states (the design the
-checker had before: a dict of State objects, a deque, the same spec and properties).
+"""Checker throughput and memory on shipped models, engine against engine, from one run.
+
+Engines: ``reference``, a breadth-first search over full states (a dict of State
+objects, a deque, the same spec and properties: the design before packed keys);
+``before``, the packed-state search as it was before the footprint memo (plain
+expansion of every state, garbage collector running: ``Checker(engine="plain",
+pause_gc=False)``); ``plain``, the same with the collector paused; ``memo``, the default
+engine (tiercheck.models.footprint). Each with 1..N workers.
 
     python benchmarks/checker_scale.py                       # default model set
-    python benchmarks/checker_scale.py --models wt-mirror-2r --workers 1,2 --no-reference
+    python benchmarks/checker_scale.py --models wt-mirror-2r --engines before,memo --workers 1
 
 Each configuration runs in its own process (clean caches, its own peak RSS, workers
-included). Printed per run: distinct states, transitions, seconds, distinct states per
-second, peak RSS. The machine's other load is printed too: on a shared machine, compare
-runs from the same invocation only.
+included). Printed per run: distinct states, transitions, wall seconds, CPU seconds
+(checker and workers), distinct states per wall second and per CPU second, peak RSS;
+then each engine's speed-up over the first one listed, on the same model and workers.
+On a shared machine wall time depends on the other load (printed, from the load
+average, at start and end); CPU seconds much less, so the ratios are given for both.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import time
 from collections import deque
 
 DEFAULT_MODELS = ["wt-mirror-1r", "wb-reclaim-storage-1r", "wt-storage-2r", "wt-mirror-mla-2r"]
+ENGINES = {"before": ("plain", False), "plain": ("plain", True), "memo": ("memo", True)}  # engine, pause_gc
 
 
 def _reference(m, props):
@@ -65,9 +73,12 @@ def one(model_name: str, engine: str, workers: int, max_states) -> dict:
         distinct, transitions = _reference(m, [resolve_property(p) for p in safety])
         complete = True
     else:
-        res = Checker(m, safety, workers=workers, max_states=max_states).run()
+        engine_name, pause_gc = ENGINES[engine]
+        res = Checker(m, safety, workers=workers, max_states=max_states, engine=engine_name, pause_gc=pause_gc).run()
         distinct, transitions, complete = res.distinct, res.transitions, res.complete
     secs = time.monotonic() - t0
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = time.process_time() - c0 + kids.ru_utime + kids.ru_stime
     rss = max(
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
@@ -81,15 +92,36 @@ def one(model_name: str, engine: str, workers: int, max_states) -> dict:
         "complete": complete,
         "seconds": round(secs, 2),
         "owner_cpu_s": round(time.process_time() - c0, 2),
+        "cpu_s": round(cpu, 2),
         "states_per_s": round(distinct / max(secs, 1e-9)),
+        "states_per_cpu_s": round(distinct / max(cpu, 1e-9)),
         "peak_rss_mb": rss // 1024,
     }
+
+
+def speedups(rows):
+    """Each engine against the first engine run on the same model and workers."""
+    out, base = [], {}
+    for r in rows:
+        k = (r["model"], r["workers"])
+        if k not in base:
+            base[k] = r
+            continue
+        b = base[k]
+        same = "equal counts" if (r["distinct"], r["transitions"]) == (b["distinct"], b["transitions"]) else "COUNTS DIFFER"
+        out.append(
+            f"{r['model']} x{r['workers']}: {r['engine']} vs {b['engine']}: "
+            f"{r['states_per_s'] / max(b['states_per_s'], 1):.1f}x states/s, "
+            f"{r['states_per_cpu_s'] / max(b['states_per_cpu_s'], 1):.1f}x states per CPU second ({same})"
+        )
+    return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS))
     ap.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    ap.add_argument("--engines", default="reference,memo", help=f"comma-separated, from reference,{','.join(ENGINES)}")
     ap.add_argument("--no-reference", action="store_true", help="skip the reference search")
     ap.add_argument("--max-states", type=int, default=None)
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
@@ -99,12 +131,19 @@ def main(argv=None) -> int:
         print(json.dumps(one(args.one[0], args.one[1], int(args.one[2]), args.max_states)))
         return 0
     workers = [int(w) for w in args.workers.split(",")]
+    engines = [e for e in args.engines.split(",") if not (args.no_reference and e == "reference")]
+    unknown = [e for e in engines if e != "reference" and e not in ENGINES]
+    if unknown:
+        ap.error(f"unknown engines {unknown}")
     rows = []
     print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} at start", flush=True)
-    hdr = f"{'model':<26} {'engine':<10} {'w':>2} {'distinct':>10} {'transitions':>12} {'seconds':>9} {'states/s':>9} {'peak MB':>8}"
+    hdr = (
+        f"{'model':<26} {'engine':<10} {'w':>2} {'distinct':>10} {'transitions':>12} {'wall s':>8} {'cpu s':>8} "
+        f"{'states/s':>9} {'st/cpu-s':>9} {'peak MB':>8}"
+    )
     print(hdr, flush=True)
     for name in args.models.split(","):
-        configs = ([] if args.no_reference else [("reference", 1)]) + [("packed", w) for w in workers]
+        configs = [(e, 1) for e in engines if e == "reference"] + [(e, w) for w in workers for e in engines if e != "reference"]
         for engine, w in configs:
             cmd = [sys.executable, __file__, "--one", name, engine, str(w)]
             if args.max_states:
@@ -117,10 +156,12 @@ def main(argv=None) -> int:
             rows.append(r)
             print(
                 f"{r['model']:<26} {r['engine']:<10} {r['workers']:>2} {r['distinct']:>10,} {r['transitions']:>12,} "
-                f"{r['seconds']:>9.1f} {r['states_per_s']:>9,} {r['peak_rss_mb']:>8,}",
+                f"{r['seconds']:>8.1f} {r['cpu_s']:>8.1f} {r['states_per_s']:>9,} {r['states_per_cpu_s']:>9,} {r['peak_rss_mb']:>8,}",
                 flush=True,
             )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    for line in speedups(rows):
+        print(line)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

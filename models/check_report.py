@@ -31,13 +31,7 @@ def summary(mf, model, res, props, show_coverage, out) -> None:
         )
     for note in res.notes:
         print(f"  note: {note}", file=out)
-    width = max(len(p) for p in props)
-    for name in props:
-        verdict = res.verdicts[name]
-        note = ""
-        if verdict == "violated" and mf.expect_violation == name:
-            note = "  (expected: the model file says this model exhibits it)"
-        print(f"  {name:<{width}}  {verdict}{note}", file=out)
+    _verdicts(mf, props, res.verdicts, out)
     rows = coverage.table(model, res.coverage)
     missing = [r.action for r in rows if r.status == "never enabled"]
     if missing and res.complete:
@@ -48,8 +42,38 @@ def summary(mf, model, res, props, show_coverage, out) -> None:
             print(line, file=out)
 
 
-def counterexamples(model, res, toml_text, out_path, out) -> None:
-    """Print every counterexample; with ``out_path``, write each as an ITF trace."""
+def _verdicts(mf, props, verdicts, out) -> None:
+    width = max(len(p) for p in props)
+    for name in props:
+        verdict = verdicts[name]
+        note = ""
+        if verdict == "violated" and mf.expect_violation == name:
+            note = "  (expected: the model file says this model exhibits it)"
+        print(f"  {name:<{width}}  {verdict}{note}", file=out)
+
+
+def simulation_summary(mf, model, sim, props, verdicts, show_coverage, out) -> None:
+    """The summary of a random simulation (tiercheck.models.simulate)."""
+    print(f"model {mf.name} ({mf.path})", file=out)
+    rate = sim.steps / max(sim.seconds, 1e-9)
+    print(
+        f"  simulation (seed {sim.seed}): {sim.walks:,} walks, {sim.steps:,} steps (longest {sim.longest}), "
+        f"{sim.distinct:,} distinct states reached, {sim.seconds:.2f}s ({rate:,.0f} steps/s)",
+        file=out,
+    )
+    if sim.stop_reason:
+        print(f"  stopped early: {sim.stop_reason}", file=out)
+    print("  random walks prove nothing: a property not violated may still fail", file=out)
+    _verdicts(mf, props, verdicts, out)
+    if show_coverage:
+        print("\ncoverage (states visited by the walks):", file=out)
+        for line in coverage.format_table(coverage.table(model, sim.coverage)):
+            print(line, file=out)
+
+
+def counterexamples(model, res, toml_text, out_path, out, shortest: bool = True) -> None:
+    """Print every counterexample; with ``out_path``, write each as an ITF trace.
+    A violation with an ``extra`` dict has it added to its trace's metadata."""
     first = True
     for name, found in res.violations.items():
         for k, v in enumerate(found, start=1):
@@ -60,12 +84,14 @@ def counterexamples(model, res, toml_text, out_path, out) -> None:
                 cyc = len(v.actions) - v.loop_start
                 print(f"lasso: {v.loop_start} steps, then a cycle of {cyc} repeated forever:", file=out)
             else:
-                print(f"shortest counterexample ({len(v.actions)} steps):", file=out)
+                what = "shortest counterexample" if shortest else "counterexample (a random walk's, not a shortest one)"
+                print(f"{what} ({len(v.actions)} steps):", file=out)
             for line in format_steps(itf, v.actions, v.loop_start):
                 print(line, file=out)
             if out_path:
                 path = trace_path(Path(out_path), name, k, first)
-                write_trace(path, model, toml_text, v.actions, v.states, prop=name, message=v.message, loop_start=v.loop_start)
+                write_trace(path, model, toml_text, v.actions, v.states, prop=name, message=v.message, loop_start=v.loop_start,
+                            extra=getattr(v, "extra", None))
                 print(f"\nwritten to {path}", file=out)
             first = False
 

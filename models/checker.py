@@ -18,10 +18,17 @@ from tiercheck.errors import UserError
 from tiercheck.models import liveness, verdicts
 from tiercheck.models.codec import Codec
 from tiercheck.models.expand import Expander
+from tiercheck.models.footprint import MemoExpander
 from tiercheck.models.search import Search
 from tiercheck.spec.properties import BY_NAME
 
 from tiercheck.models.verdicts import UNCHECKED_SYMMETRY, UNSOUND_SYMMETRY  # noqa: F401 (re-exported)
+
+
+# How a state is expanded: "memo" files the spec's work under the fields it read
+# (tiercheck.models.footprint); "plain" runs the spec on every state (the engine before
+# it, kept for cross-checks and benchmarks). Same records either way.
+ENGINES = {"memo": MemoExpander, "plain": Expander}
 
 
 @dataclass
@@ -74,7 +81,13 @@ class Checker:
         keep_graph: bool = False,
         progress_every: float = 2.0,
         max_memory: Optional[int] = None,
+        engine: str = "memo",
+        pause_gc: bool = True,
     ):
+        if engine not in ENGINES:
+            raise UserError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+        self.engine = engine
+        self.pause_gc = pause_gc
         self.model = model
         self.props = [resolve_property(n) for n in properties]
         self.max_states = max_states
@@ -137,12 +150,13 @@ class Checker:
         canon = self.sym.canonical if self.sym is not None else None
         checked_graph = graph_props if self.sym is None else []
         need_graph = bool(checked_graph) or self.keep_graph
-        expander = Expander(m, safety, codec, canon)
+        expander_cls = ENGINES[self.engine]
+        expander = expander_cls(m, safety, codec, canon)
         pool = None
         if self.workers > 1:
             from tiercheck.models.parallel import Pool
 
-            pool = Pool(m, safety, self.workers, codec, expander, canon)
+            pool = Pool(m, safety, self.workers, codec, expander, canon, expander_cls)
         # Graph properties stay open during the search, so it never stops early for them.
         open_names = [p.name for p in safety + checked_graph] or ["(no property)"]
         search = Search(
@@ -158,6 +172,7 @@ class Checker:
             pool=pool,
             progress_every=self.progress_every,
             max_memory=self.max_memory,
+            pause_gc=self.pause_gc,
         )
         self.search = search
         if canon is not None:

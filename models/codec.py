@@ -98,6 +98,17 @@ class Layout:
             key |= g << rsh | st << ssh
         return key
 
+    def field_masks(self) -> dict:
+        """State field -> the key bits that hold it (hung and halted share the flag
+        pair's gid). tiercheck.models.footprint memoises on these."""
+        ranks = 0
+        for sh in self.rank_shift:
+            ranks |= self.gid_mask << sh
+        store = 0
+        for sh in self.store_shift:
+            store |= self.store_mask << sh
+        return {"ranks": ranks, "store": store, "hung": self.flag_mask, "halted": self.flag_mask}
+
     def unpack(self, key: int) -> Tuple[Tuple[int, ...], Tuple[int, ...], int]:
         sm, gm = self.store_mask, self.gid_mask
         gids = tuple([(key >> sh) & gm for sh in self.rank_shift])

@@ -30,16 +30,17 @@ CHUNK = 400  # states per chunk
 SMALL_LEVEL = 2 * CHUNK  # levels smaller than this are expanded by the owner
 
 
-def _worker(conn, model, props, codec_state, canon) -> None:
+def _worker(conn, model, props, codec_state, canon, expander_cls) -> None:
     # Ctrl-C reaches the whole process group: the owner stops the run and keeps what it
     # found, so workers ignore it and finish their chunk.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The collector's state is the owner's at fork time (search.paused_gc).
     codec = WorkerCodec(model)
     for v in codec_state[0]:
         codec.ranks.adopt(v)
     for v in codec_state[1][1:]:
         codec.flags.adopt(v)
-    expander = Expander(model, props, codec, canon)
+    expander = expander_cls(model, props, codec, canon)
     while True:
         msg = conn.recv()
         if msg is None:
@@ -58,13 +59,14 @@ def _worker(conn, model, props, codec_state, canon) -> None:
 
 
 class Pool:
-    def __init__(self, model, props, workers: int, codec, owner_expander: Expander, canon=None):
+    def __init__(self, model, props, workers: int, codec, owner_expander: Expander, canon=None, expander_cls=Expander):
         self.model = model
         self.props = props
         self.n = workers
         self.canon = canon
         self.codec = codec
         self.owner_expander = owner_expander
+        self.expander_cls = expander_cls
         self.procs, self.conns = [], []
         self.sent_ranks = []
         self.sent_flags = []
@@ -78,7 +80,7 @@ class Pool:
         state = (list(self.codec.ranks.values), list(self.codec.flags.values))
         for _ in range(self.n):
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_worker, args=(child, self.model, self.props, state, self.canon), daemon=True)
+            p = ctx.Process(target=_worker, args=(child, self.model, self.props, state, self.canon, self.expander_cls), daemon=True)
             p.start()
             child.close()
             self.procs.append(p)

@@ -16,13 +16,32 @@ workers.
 
 from __future__ import annotations
 
+import gc
 import time
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
 from tiercheck.models import budget
 from tiercheck.models.expand import Expander
+
+
+@contextmanager
+def paused_gc(on: bool = True):
+    """The cyclic garbage collector off for the duration. A search allocates millions of
+    tuples, each of which counts towards a collection, and keeps them alive, so every
+    full collection walks the whole growing store: measured on wt-mirror-2r, collections
+    took most of the time (models/CHECKER.md, "Profile"). States, actions and keys are
+    acyclic tuples, freed by reference counting alone."""
+    was = gc.isenabled()
+    if on:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if on and was:
+            gc.enable()
 
 
 class WorkerDied(Exception):
@@ -74,8 +93,10 @@ class Search:
         pool=None,
         progress_every: float = 2.0,
         max_memory: Optional[int] = None,
+        pause_gc: bool = True,
     ):
         self.m = model
+        self.pause_gc = pause_gc
         # Properties still open; the search stops early once every one is violated.
         self.open_names = set(open_names)
         self.init_keys = None  # set by the caller under symmetry (orbit representatives)
@@ -118,6 +139,10 @@ class Search:
         return i
 
     def run(self) -> SearchStats:
+        with paused_gc(self.pause_gc):
+            return self._run()
+
+    def _run(self) -> SearchStats:
         m, st = self.m, self.stats
         names = m.action_names()
         cov = [[0, 0] for _ in names]

@@ -67,17 +67,19 @@ class Model:
         return [initial_state(self.cfg, self.pages)]
 
     def actions(self, s: State) -> List[Action]:
+        out = []
+        for spec in ACTIONS:
+            out += self.enabled(s, spec)
+        return out
+
+    def enabled(self, s: State, spec: ActionSpec) -> List[Action]:
+        """The enabled actions of one entry of ACTIONS; ``actions(s)`` lists them entry
+        by entry, in ACTIONS order (the checker memoises them entry by entry)."""
         if s.hung or s.halted:
             return []  # the TP group is stuck or has stopped itself
-        out = []
-        due = round_due(self, s)
-        for spec in ACTIONS:
-            if due and spec.kind == REPLICATED:
-                continue
-            for a in spec.params(self, s):
-                if spec.guard(self, s, a):
-                    out.append(a)
-        return out
+        if spec.kind == REPLICATED and round_due(self, s):
+            return []
+        return [a for a in spec.params(self, s) if spec.guard(self, s, a)]
 
     def next_state(self, s: State, a: Action) -> Optional[State]:
         """The successor, or None when the action is unknown or not enabled."""

@@ -16,7 +16,7 @@ from tiercheck.errors import UserError
 from tiercheck.inputs import int_in, memory_size, output_file, positive_float
 from tiercheck.models import check_report, model_file
 from tiercheck.models.budget import default_budget
-from tiercheck.models.checker import Checker, resolve_property
+from tiercheck.models.checker import ENGINES, Checker, resolve_property
 from tiercheck.models.parallel import default_workers
 from tiercheck.spec.model import Model
 
@@ -24,6 +24,10 @@ NAME = "check"
 HELP = "explore a model exhaustively and check its properties"
 
 MAX_WORKERS = 256
+MAX_WALKS = 10**9
+MAX_DEPTH = 10**6
+# Flags of the exhaustive search that mean nothing to a simulation.
+_SEARCH_ONLY = (("workers", "--workers"), ("max_states", "--max-states"), ("max_memory", "--max-memory"), ("symmetry", "--symmetry"))
 
 
 def add_arguments(p):
@@ -54,6 +58,18 @@ def add_arguments(p):
     p.add_argument("--coverage", action="store_true", help="print how often each action was enabled and taken")
     p.add_argument("--all-violations", type=int_in(1, 1000), default=1, metavar="N", help="up to N distinct counterexamples per violated property")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument(
+        "--engine",
+        choices=sorted(ENGINES),
+        default="memo",
+        help="memo (default): memoise the spec's work on the state fields it reads; plain: run the spec on "
+        "every state (the engine before, for cross-checks); same results",
+    )
+    sim = p.add_argument_group("simulation (random walks, for models too large to exhaust)")
+    sim.add_argument("--simulate", type=int_in(1, MAX_WALKS), metavar="N", help="run N random walks instead of the exhaustive search")
+    sim.add_argument("--depth", type=int_in(1, MAX_DEPTH), metavar="D", help="steps per walk at most (default 100)")
+    sim.add_argument("--seed", type=int_in(0, 2**63 - 1), metavar="S", help="random seed (default: drawn and printed); a run is reproducible from it")
+    sim.add_argument("--no-swarm", action="store_true", help="every walk may take every action (default: each walk a random subset)")
 
 
 def _progress(quiet):
@@ -78,8 +94,18 @@ def run(args) -> int:
             resolve_property(name)
         except UserError as exc:
             raise UserError(f"--property: {exc}") from None
+    if args.simulate is None:
+        for flag, value in (("--depth", args.depth), ("--seed", args.seed), ("--no-swarm", args.no_swarm or None)):
+            if value is not None:
+                raise UserError(f"{flag} applies to --simulate only")
+    else:
+        for attr, flag in _SEARCH_ONLY:
+            if getattr(args, attr) not in (None, False):
+                raise UserError(f"{flag} does not apply to --simulate (random walks, one process)")
     if args.out:
         output_file(args.out, "--out")
+    if args.simulate is not None:
+        return _simulate(args, mf, props)
     model = Model(mf.config)
     toml_text = model_file.dump(mf)
     checker = Checker(
@@ -92,6 +118,7 @@ def run(args) -> int:
         workers=args.workers or default_workers(),
         max_violations=args.all_violations,
         max_memory=args.max_memory or default_budget(),
+        engine=args.engine,
     )
     res = checker.run()
     out = sys.stdout
@@ -105,3 +132,30 @@ def run(args) -> int:
     return exits.OK
 
 
+
+
+def _simulate(args, mf, props) -> int:
+    from random import SystemRandom
+
+    from tiercheck.models import simulate
+
+    model = Model(mf.config)
+    seed = args.seed if args.seed is not None else SystemRandom().randrange(2**32)
+    objs = [resolve_property(n) for n in props]
+    sim = simulate.simulate(
+        model,
+        objs,
+        walks=args.simulate,
+        depth=args.depth or 100,
+        seed=seed,
+        use_swarm=not args.no_swarm,
+        max_hits=args.all_violations,
+        time_limit=args.time_limit,
+    )
+    out = sys.stdout
+    check_report.simulation_summary(mf, model, sim, props, simulate.verdicts(objs, sim), args.coverage, out)
+    check_report.counterexamples(model, sim, model_file.dump(mf), args.out, out, shortest=False)
+    if sim.violations:
+        return exits.FOUND
+    print(f"inconclusive: random walks found no violation (seed {seed}; exit {exits.INCONCLUSIVE})", file=sys.stderr)
+    return exits.INCONCLUSIVE

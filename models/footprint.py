@@ -1,0 +1,281 @@
+"""Expansion memoised on the part of the state each step reads (dynamic footprints).
+
+A global state has a few fields (spec State: the ranks, the store, two flags) and most of
+the spec reads only some of them: in wt-mirror-2r the replicated steps and the sync rounds
+never read the store, whose contents multiply the state count about tenfold. So the
+expander runs the state's invariants, and then each entry of the spec's ACTIONS (its
+enabled actions, their effects and the transition properties of their steps), on a state
+whose fields are wrapped in ``Tracked`` values that record being read, and files the
+result under the fields read: the packed key masked to their bits
+(tiercheck.models.codec ``Layout.field_masks``). A later state that agrees on those bits
+gets the same result without running the spec: the spec is deterministic and read
+nothing else, so it would compute the same. A successor's key is filed with the bits of
+the fields its step passed through unread cleared, and completed from the current key;
+comparing a successor with its state (stuttering) counts as reading the fields the step
+wrote.
+
+Soundness rests on the wrappers seeing every read. A wrapper is not a tuple or a str, so
+an operation it does not define fails (TypeError) instead of reading around it, and such
+a failure reruns the entry on the plain state, unmemoised. What a wrapper cannot see is
+``isinstance``/``type``/``is`` applied to a state field; the spec does none of these (tests
+compare memoised and plain expansion on every shipped model, and the pinned state counts
+hold). Under symmetry reduction the plain expansion runs (successors are canonicalised).
+"""
+
+from __future__ import annotations
+
+import operator
+from functools import reduce
+
+from tiercheck.models.expand import Expander
+from tiercheck.spec.model import ACTIONS
+from tiercheck.spec.state import State
+
+RECORD_LIMIT = 3_000_000  # memoised results kept before the tables are cleared
+
+
+class Tracked:
+    """A state field that sets its bit in ``box[0]`` whenever its value is used."""
+
+    __slots__ = ("v", "box", "bit")
+
+    def __init__(self, v, box, bit):
+        self.v, self.box, self.bit = v, box, bit
+
+    def _get(self):
+        self.box[0] |= self.bit
+        return self.v
+
+    # The frequent ones, spelled out (the loops below define the rest).
+    def __getitem__(self, i):
+        self.box[0] |= self.bit
+        return self.v[i]
+
+    def __iter__(self):
+        self.box[0] |= self.bit
+        return iter(self.v)
+
+    def __len__(self):
+        self.box[0] |= self.bit
+        return len(self.v)
+
+    def __bool__(self):
+        self.box[0] |= self.bit
+        return bool(self.v)
+
+    def __getattr__(self, name):  # methods of the value (count, index, startswith, ...)
+        return getattr(self._get(), name)
+
+    def __hash__(self):
+        return hash(self._get())
+
+    def __reduce__(self):  # never pickle a wrapper: pickle the value (read)
+        return (_ident, (self._get(),))
+
+
+def _ident(v):
+    return v
+
+
+def _unwrap(x):
+    return x._get() if type(x) is Tracked else x
+
+
+def _unary(fn):
+    return lambda self, *args: fn(self._get(), *[_unwrap(a) for a in args])
+
+
+def _binary(fn):
+    return lambda self, other: fn(self._get(), _unwrap(other))
+
+
+def _reflected(fn):
+    return lambda self, other: fn(_unwrap(other), self._get())
+
+
+for _name, _fn in {
+    "contains": operator.contains, "repr": repr, "str": str, "format": format, "index": operator.index, "int": int,
+    "neg": operator.neg, "invert": operator.invert, "abs": abs, "reversed": reversed,
+}.items():
+    setattr(Tracked, f"__{_name}__", _unary(_fn))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(Tracked, f"__{_name}__", _binary(getattr(operator, _name)))
+for _name in ("add", "sub", "mul", "and", "or", "xor", "lshift", "rshift", "mod", "floordiv", "truediv", "pow"):
+    _fn = getattr(operator, f"{_name}_" if _name in ("and", "or") else _name)
+    setattr(Tracked, f"__{_name}__", _binary(_fn))
+    setattr(Tracked, f"__r{_name}__", _reflected(_fn))
+del _name, _fn
+
+
+class MemoExpander(Expander):
+    """``Expander`` with the spec's work memoised on footprints (same records)."""
+
+    def __init__(self, model, props, codec, canon=None):
+        super().__init__(model, props, codec, canon)
+        masks = codec.layout.field_masks()
+        missing = [f for f in State._fields if f not in masks]
+        if missing:
+            raise RuntimeError(f"the codec packs no bits for state fields {missing}")
+        self.fields = State._fields
+        self.masks = [masks[f] for f in State._fields]
+        self.bits = [1 << i for i in range(len(self.fields))]
+        self.ranks_bit = self.bits[self.fields.index("ranks")]  # what the frees test reads
+        # A field whose bits it shares with another (hung, halted) passes through a step
+        # only with its partners.
+        partners = [sum(b for j, b in enumerate(self.bits) if self.masks[j] & self.masks[i]) for i in range(len(self.fields))]
+        n = len(self.fields)
+        self.all_bits = (1 << n) - 1
+        # By a set of field bits: the key bits of those fields; and, for the fields a
+        # step passed through, those whose partners all passed too.
+        self.key_mask = [reduce(operator.or_, (self.masks[i] for i in range(n) if bits >> i & 1), 0) for bits in range(1 << n)]
+        self.passable = [
+            sum(1 << i for i in range(n) if bits >> i & 1 and not partners[i] & ~bits) for bits in range(1 << n)
+        ]
+        self.entries = [(spec, self.name_id[spec.name], spec.effect) for spec in ACTIONS]
+        self.clear()
+
+    def clear(self) -> None:
+        # Per unit (0: invariants and constraint, 1 + k: ACTIONS[k]): [(footprint mask,
+        # {key & mask: record})], one pair per footprint met.
+        self.tables = [[] for _ in range(1 + len(self.entries))]
+        self.records = 0
+        self.computed = 0  # units run on the spec (misses), for tests and benchmarks
+
+    def _find(self, unit, key):
+        for mask, table in self.tables[unit]:
+            rec = table.get(key & mask)
+            if rec is not None:
+                return rec
+        return None
+
+    def _file(self, unit, read, key, rec) -> None:
+        if self.records >= RECORD_LIMIT:
+            self.clear()
+        mask = self.key_mask[read]
+        for m, table in self.tables[unit]:
+            if m == mask:
+                break
+        else:
+            table = {}
+            self.tables[unit].append((mask, table))
+        table[key & mask] = rec
+        self.records += 1
+
+    # ------------------------------------------------------------------------------
+
+    def expand(self, key, open_props=None) -> tuple:
+        if self.canon is not None or type(key) is not int:
+            return super().expand(key, open_props)
+        ctx = None  # (state, rank gids, box, wrapped state), built on the first miss
+        rec = self._find(0, key)
+        if rec is None:
+            ctx = self._context(key)
+            rec = self._state_unit(key, ctx)
+        viols, expanded = rec
+        if open_props is not None and viols:
+            viols = tuple(v for v in viols if v[0] in open_props)
+        if not expanded:
+            return (viols, False, [], False)
+        steps = []
+        frees = False
+        pos = 0
+        for unit in range(1, len(self.tables)):
+            rec = self._find(unit, key)
+            if rec is None:
+                if ctx is None:
+                    ctx = self._context(key)
+                rec = self._action_unit(unit, key, ctx)
+            for name_id, partial, passed, tv, fr in rec:
+                tkey = partial | (key & passed) if type(partial) is int else partial
+                if tkey == key:
+                    steps.append((pos, name_id, tkey, True, ()))
+                else:
+                    if tv and open_props is not None:
+                        tv = tuple(v for v in tv if v[0] in open_props)
+                    steps.append((pos, name_id, tkey, False, tv))
+                    frees = frees or fr
+                pos += 1
+        return (viols, True, steps, frees)
+
+    def _context(self, key):
+        s, sgids = self.codec.decode_gids(key)
+        box = [0]
+        ws = tuple.__new__(State, [Tracked(v, box, b) for v, b in zip(s, self.bits)])
+        return s, sgids, box, ws
+
+    def _state_unit(self, key, ctx):
+        s, _sgids, box, ws = ctx
+        self.computed += 1
+        box[0] = 0
+        try:
+            rec = self._state_checks(ws)
+        except Exception:
+            return self._state_checks(s)  # a wrapper met an operation it lacks: plain
+        self._file(0, box[0], key, rec)
+        return rec
+
+    def _state_checks(self, s):
+        m = self.m
+        viols = ()
+        for p in self.invariants:
+            msg = p.fn(m, s)
+            if msg:
+                viols += ((p.name, msg),)
+        return (viols, bool(m.constraint(s)))
+
+    def _action_unit(self, unit, key, ctx):
+        s, sgids, box, ws = ctx
+        self.computed += 1
+        box[0] = 0
+        try:
+            rec, cacheable = self._steps(unit, key, s, sgids, ws, box)
+        except Exception:
+            rec, cacheable = self._steps(unit, key, s, sgids, s, None)
+            return rec
+        if cacheable:
+            self._file(unit, box[0], key, rec)
+        return rec
+
+    def _steps(self, unit, key, s, sgids, ws, box):
+        """The records of one ACTIONS entry's steps from ``s``, run on ``ws`` (the wrapped
+        state; ``s`` itself when ``box`` is None): (name id, successor key with passed
+        fields cleared, their bits, transition violations, frees)."""
+        m, codec = self.m, self.codec
+        spec, name_id, effect = self.entries[unit - 1]
+        out = []
+        cacheable = True
+        bits = self.bits
+        for a in m.enabled(ws, spec):
+            t = effect(m, ws, a)
+            passed = 0  # field bits passed through unread
+            if box is not None:
+                same = 0  # fields the step left as they were (the very wrapper)
+                for b, x, y in zip(bits, t, ws):
+                    if x is y:
+                        same |= b
+                passed = self.passable[same]
+                box[0] |= self.all_bits & ~passed  # the stutter test reads what it wrote
+                # Unwrap: a wrapper in another field's place is a read of its own field.
+                t = tuple.__new__(State, [(x.v if x is y else x._get()) if type(x) is Tracked else x for x, y in zip(t, ws)])
+            tkey, canon = codec.encode_step(t, s, sgids)
+            if type(tkey) is not int:
+                cacheable = False
+                pmask = 0
+                partial = tkey
+            else:
+                pmask = self.key_mask[passed]
+                partial = tkey & ~pmask
+            tv, fr = (), False
+            if tkey != key:
+                if passed:  # the properties see passed fields wrapped
+                    canon = tuple.__new__(State, [y if passed & b else x for b, x, y in zip(bits, canon, ws)])
+                for p in self.transitions:
+                    msg = p.fn(m, ws, a, canon)
+                    if msg:
+                        tv += ((p.name, msg),)
+                if a.name == "evict":
+                    fr = t.ranks[0].dev_free > s.ranks[0].dev_free
+                    if box is not None:
+                        box[0] |= self.ranks_bit
+            out.append((name_id, partial, pmask, tv, fr))
+        return tuple(out), cacheable
