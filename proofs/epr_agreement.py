@@ -10,6 +10,7 @@ admits every explicit step (the over-approximation never loses a behaviour).
 
 from __future__ import annotations
 
+import itertools
 from typing import Dict
 
 import z3
@@ -22,6 +23,50 @@ from .forest import Forest, PageSort, forall
 from .paged import NODE_FIELDS, from_rank
 
 
+def ground(formulas, pages) -> list:
+    """The formulas over a closed page sort, quantifier-free: every quantifier expanded
+    over the page constants (exact, as the constants are the whole sort), and every
+    page-valued term pinned to one of them. z3 decides the result far faster than the
+    quantified form."""
+    memo = {}
+
+    def walk(e):
+        key = e.get_id()
+        hit = memo.get(key)
+        if hit is not None:
+            return hit[1]
+        if z3.is_quantifier(e):
+            body = e.body()
+            insts = [walk(z3.substitute_vars(body, *reversed(combo)))
+                     for combo in itertools.product(pages, repeat=e.num_vars())]
+            out = z3.And(insts) if e.is_forall() else z3.Or(insts)
+        elif z3.is_app(e) and e.num_args() > 0:
+            kids = [walk(c) for c in e.children()]
+            arr = (z3.Ast * len(kids))(*[k.as_ast() for k in kids])
+            out = z3.z3._to_expr_ref(z3.Z3_update_term(e.ctx_ref(), e.as_ast(), len(kids), arr), e.ctx)
+        else:
+            out = e
+        memo[key] = (e, out)  # e kept alive: z3 reuses the ids of freed terms
+        return out
+
+    out = [walk(f) for f in formulas]
+    ids = {c.get_id() for c in pages}
+    seen, pins = {}, []
+
+    def pin(e):
+        if e.get_id() in seen:
+            return
+        seen[e.get_id()] = e
+        if e.sort() == PageSort and e.get_id() not in ids:
+            pins.append(z3.Or([e == c for c in pages]))
+        for c in e.children():
+            pin(c)
+
+    for f in out:
+        pin(f)
+    return out + pins
+
+
 def _lift(m, s, r, u, pages):
     v, facts = from_rank(s.ranks[r], s.store[r], pages)
     return v, facts
@@ -30,7 +75,8 @@ def _lift(m, s, r, u, pages):
 def _base(m):
     u = UCtx(ProofConfig.from_spec(m.cfg), Forest())
     pages, facts = u.forest.closed(m.pages.parent)
-    return u, pages, facts + u.forest.axioms()
+    u.pages = pages
+    return u, pages, facts[:1] + facts[2:] + u.forest.axioms()  # facts[1]: the sort closed (ground does it)
 
 
 def _registry(pages, dups):
@@ -38,10 +84,9 @@ def _registry(pages, dups):
     return d, [d(c) == (i in dups) for i, c in enumerate(pages)]
 
 
-def _holds(facts, formula) -> bool:
+def _holds(pages, facts, formula) -> bool:
     sol = z3.Solver()
-    sol.add(*facts)
-    sol.add(z3.Not(formula))
+    sol.add(*ground(list(facts) + [z3.Not(formula)], pages))
     res = sol.check()
     if res == z3.unknown:
         raise RuntimeError(f"z3 could not evaluate: {sol.reason_unknown()}")
@@ -52,7 +97,7 @@ def invariant_values(m, s, r: int) -> Dict[str, bool]:
     """Every unbounded invariant on rank r of explicit state s."""
     u, pages, facts = _base(m)
     v, vf = _lift(m, s, r, u, pages)
-    return {n: _holds(facts + vf, p.fn(u, v)) for n, p in UPROPS.items() if p.kind == "invariant"}
+    return {n: _holds(pages, facts + vf, p.fn(u, v)) for n, p in UPROPS.items() if p.kind == "invariant"}
 
 
 def same_view(u, a, b):
@@ -84,8 +129,10 @@ def admits(m, s, a, t, r: int) -> bool:
     u, pages, facts, pre, params, post = step_setup(m, s, r, a.name)
     target, tf = _lift(m, t, r, u, pages)
     bind = [params["node"] == pages[a["node"]]] if "node" in params else []
+    if "req" in params:
+        bind.append(params["req"] == pages[m.pages.request_pages[a["req"]][-1]])
     sol = z3.Solver()
-    sol.add(*facts, *u.facts, *tf, *bind, same_view(u, post, target))
+    sol.add(*ground([*facts, *u.facts, *tf, *bind, same_view(u, post, target)], pages))
     res = sol.check()
     if res == z3.unknown:
         raise RuntimeError(f"z3 could not decide: {sol.reason_unknown()}")
@@ -97,4 +144,5 @@ def transition_values(m, s, a, t, r: int) -> Dict[str, bool]:
     u, pages, facts, pre, params, _post = step_setup(m, s, r, a.name)
     target, tf = _lift(m, t, r, u, pages)
     base = facts + u.facts + tf
-    return {n: _holds(base, p.fn(u, pre, target, params)) for n, p in UPROPS.items() if p.kind == "transition"}
+    return {n: _holds(pages, base, p.fn(u, pre, target, params)) for n, p in UPROPS.items()
+            if p.kind == "transition"}

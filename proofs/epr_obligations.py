@@ -36,7 +36,7 @@ class UCtx:
 
 
 def covered(target: str, action: str) -> bool:
-    return action in UACTIONS and target in UPROPS
+    return action in UACTIONS and target in UACTIONS[action].targets
 
 
 COVERED_ACTIONS = tuple(UACTIONS)
@@ -123,14 +123,35 @@ def extract(su: USetup, model, target: str, action: str) -> Dict:
         rs = values_to_rank(read_rank(model, view, order))
         return State(ranks=(rs._replace(dups=dups if with_dups else ()),), store=(0,))
 
-    node = idx.get(str(model.eval(su.params["node"], model_completion=True)), -1)
+    params = {}
+    if "node" in su.params:
+        params["node"] = idx.get(str(model.eval(su.params["node"], model_completion=True)), -1)
     choices = {k: z3.is_true(model.eval(v, model_completion=True)) for k, v in su.params.items()
                if isinstance(v, z3.BoolRef)}
-    a = act(action, node=node)
+    a = act(action, **params)
     return {
         "target": target, "action": action, "pages": "any", "config": _config_dict(cfg), "ranks": 1,
         "forest": {"pages": len(order), "parent": list(parents)},
-        "step": f"{a} with {', '.join(f'{k}={v}' for k, v in choices.items())}",
-        "pre": render_state(m, state(su.pre, True)), "post": render_state(m, state(su.post, False)),
-        "explicit": {"note": "one rank's tree (unbounded view: pools and queues are not part of it)"},
+        "step": f"{a}" + (f" with {', '.join(f'{k}={v}' for k, v in choices.items())}" if choices else ""),
+        "pre": render_state(m, state(su.pre, True)), "post": render_state(m, state(su.post, True)),
+        "explicit": {},
     }
+
+
+def _prove_job(args):
+    action, variants = args
+    return [r._replace(cti={k: v for k, v in r.cti.items() if not k.startswith("_")} if r.cti else None)
+            for r in prove_action(action, variants=frozenset(variants))]
+
+
+def prove_all(variants=(), workers: int = 2, actions=None) -> list:
+    """Every covered obligation, over a process pool (one job per action)."""
+    jobs = [(a, tuple(sorted(variants))) for a in (actions or COVERED_ACTIONS) if a in UACTIONS]
+    if workers > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_prove_job, jobs, chunksize=1)
+    else:
+        parts = [_prove_job(j) for j in jobs]
+    return [r for part in parts for r in part]

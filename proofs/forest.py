@@ -92,6 +92,17 @@ class Forest:
         ))
         return t, fact
 
+    def greatest_on_path(self, q, pred: Callable, name: str):
+        """A witness t: the deepest page on the path to q satisfying pred, if any does
+        (the same finite-forest fact as ``least_on_path``, from below)."""
+        t = fresh_page(name)
+        fact = forall(lambda w: z3.Implies(
+            z3.And(self.le(w, q), pred(w)),
+            z3.And(self.le(t, q), pred(t),
+                   forall(lambda z: z3.Implies(z3.And(self.le(z, q), pred(z)), self.le(z, t)))),
+        ))
+        return t, fact
+
     # -- finite interpretations --------------------------------------------------------
 
     def closed(self, parent: Sequence[int], name: str = "pg"):
