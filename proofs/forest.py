@@ -84,23 +84,18 @@ class Forest:
         Returns (t, fact). The fact -- "if some ancestor-or-self w of q satisfies pred,
         then t does and t is above every such page" -- holds in every finite forest
         (the pages on a path form a finite chain), so assuming it is sound."""
-        t = fresh_page(name)
-        fact = forall(lambda w: z3.Implies(
-            z3.And(self.le(w, q), pred(w)),
-            z3.And(self.le(t, q), pred(t),
-                   forall(lambda z: z3.Implies(z3.And(self.le(z, q), pred(z)), self.le(t, z)))),
-        ))
-        return t, fact
+        return self._extreme_on_path(q, pred, name, lambda t, z: self.le(t, z))
 
     def greatest_on_path(self, q, pred: Callable, name: str):
         """A witness t: the deepest page on the path to q satisfying pred, if any does
         (the same finite-forest fact as ``least_on_path``, from below)."""
+        return self._extreme_on_path(q, pred, name, lambda t, z: self.le(z, t))
+
+    def _extreme_on_path(self, q, pred: Callable, name: str, beats: Callable):
         t = fresh_page(name)
+        on = lambda x: z3.And(self.le(x, q), pred(x))
         fact = forall(lambda w: z3.Implies(
-            z3.And(self.le(w, q), pred(w)),
-            z3.And(self.le(t, q), pred(t),
-                   forall(lambda z: z3.Implies(z3.And(self.le(z, q), pred(z)), self.le(z, t)))),
-        ))
+            on(w), z3.And(on(t), forall(lambda z: z3.Implies(on(z), beats(t, z))))))
         return t, fact
 
     # -- finite interpretations --------------------------------------------------------
