@@ -4,6 +4,9 @@ theorems, run over a small process pool, with the Markdown and JSON reports.
 Bounds (docs/proofs.md): ranks, counters, capacities and the feature flags are
 unbounded/symbolic; the page universe is every forest of at most ``pages`` pages (the
 transitive closure of the parent relation is not first-order, so pages are bounded).
+With ``unbounded``, the obligations the page-sorted encoding covers
+(proofs.epr_obligations.covered) are proved for forests of any size instead, the rest
+bounded; each result says which (``Result.pages``: "any" or "<=N").
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 from typing import Dict, List, NamedTuple
 
 from .consensus import THEOREMS, run_theorem
-from .obligations import ACTION_NAMES, CASES, Result, prove_action
+from .obligations import ACTION_NAMES, CASES, Result, prove_action, targets_for
 from .strengthen import STRENGTHENING
 
 DEFAULT_PAGES = 2
@@ -32,6 +35,7 @@ class Audit(NamedTuple):
     theorems: list
     wall: float
     cpu: float
+    unbounded: bool = False
 
     @property
     def failed(self):
@@ -42,15 +46,47 @@ class Audit(NamedTuple):
 
 
 def _job(args):
-    action, case, variants, pages = args
+    action, case, variants, pages, targets = args
     t0 = time.process_time()
+    if case == UNBOUNDED:
+        from .epr_obligations import prove_action as prove_unbounded
+
+        results = prove_unbounded(action, targets, frozenset(variants))
+    else:
+        results = [r._replace(pages=f"<={pages}")
+                   for r in prove_action(action, targets, variants=frozenset(variants), k=pages, cases=(case,))]
     out = []
-    for r in prove_action(action, variants=frozenset(variants), k=pages, cases=(case,)):
+    for r in results:
         cti = r.cti
         if cti is not None:
             cti = {k: v for k, v in cti.items() if not k.startswith("_")}
         out.append(r._replace(cti=cti))
     return out, time.process_time() - t0
+
+
+UNBOUNDED = "unbounded"  # the job kind of an action's page-sorted obligations
+
+
+def _jobs(names, variants, pages, unbounded):
+    """One job per (action, case of the pre-state): the two cases of an expensive action
+    run side by side. With ``unbounded``, an action's covered targets are one more job."""
+    from .obligations import targets_for
+
+    out = []
+    for a in names:
+        targets = targets_for(a)
+        if unbounded:
+            from .epr_obligations import covered
+
+            mine = [t for t in targets if covered(t, a)]
+            if mine:
+                out.append((a, UNBOUNDED, variants, pages, tuple(mine)))
+            targets = [t for t in targets if not covered(t, a)]
+            if not targets:
+                continue
+        for c in (CASES if a != "init" else CASES[:1]):
+            out.append((a, c, variants, pages, tuple(targets)))
+    return out
 
 
 def _merge(old: Result, new: Result) -> Result:
@@ -64,13 +100,11 @@ def _theorems(_):
     return [run_theorem(t) for t in THEOREMS], time.process_time() - t0
 
 
-def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions=None) -> Audit:
+def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions=None, unbounded=False) -> Audit:
     t0 = time.perf_counter()
     names = list(actions or ACTION_NAMES)
     names.sort(key=lambda a: _ORDER.index(a) if a in _ORDER else len(_ORDER))
-    # One job per (action, case of the pre-state): the two cases of an expensive action
-    # run side by side.
-    jobs = [(a, c, tuple(sorted(variants)), pages) for a in names for c in (CASES if a != "init" else CASES[:1])]
+    jobs = _jobs(names, tuple(sorted(variants)), pages, unbounded)
     cpu = 0.0
     if workers > 1:
         ctx = mp.get_context("fork")
@@ -83,13 +117,14 @@ def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions
         theorems, c = _theorems(None)
     cpu += c
     by_action: Dict[str, Dict[str, Result]] = {}
-    for (a, _c, _v, _p), (rs, c) in zip(jobs, parts):
+    for (a, *_rest), (rs, c) in zip(jobs, parts):
         cpu += c
         merged = by_action.setdefault(a, {})
         for r in rs:
             merged[r.target] = _merge(merged[r.target], r) if r.target in merged else r
-    ordered = [r for a in ACTION_NAMES if a in by_action for r in by_action[a].values()]
-    return Audit(tuple(sorted(variants)), pages, workers, ordered, theorems, time.perf_counter() - t0, cpu)
+    order = {a: targets_for(a) for a in by_action}
+    ordered = [by_action[a][t] for a in ACTION_NAMES if a in by_action for t in order[a] if t in by_action[a]]
+    return Audit(tuple(sorted(variants)), pages, workers, ordered, theorems, time.perf_counter() - t0, cpu, unbounded)
 
 
 # --- reports ----------------------------------------------------------------------------
@@ -98,9 +133,9 @@ def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions
 def table_lines(audit: Audit) -> List[str]:
     w = max(len(r.target) for r in audit.obligations)
     wa = max(len(r.action) for r in audit.obligations)
-    lines = [f"{'obligation':<{w}}  {'action':<{wa}}  {'result':<7}  seconds"]
+    lines = [f"{'obligation':<{w}}  {'action':<{wa}}  {'pages':<5}  {'result':<7}  seconds"]
     for r in audit.obligations:
-        lines.append(f"{r.target:<{w}}  {r.action:<{wa}}  {r.status:<7}  {r.seconds:7.2f}")
+        lines.append(f"{r.target:<{w}}  {r.action:<{wa}}  {r.pages:<5}  {r.status:<7}  {r.seconds:7.2f}")
     return lines
 
 
@@ -108,22 +143,26 @@ def summary_line(audit: Audit) -> str:
     n = len(audit.obligations)
     ok = n - len(audit.failed)
     th = sum(t.status in ("proved", "exhibited") for t in audit.theorems)
+    n_any = sum(r.pages == "any" for r in audit.obligations)
+    pages = (f"{n_any} for any number of pages, {n - n_any} with pages <= {audit.pages}" if audit.unbounded
+             else f"pages <= {audit.pages}")
     return (f"{ok}/{n} obligations proved, {th}/{len(audit.theorems)} consensus theorems as expected; "
             f"{audit.wall:.1f}s wall on {audit.workers} worker(s) ({audit.cpu:.1f}s cpu, "
-            f"{os.cpu_count()} cores visible), pages <= {audit.pages}, ranks and counters unbounded"
+            f"{os.cpu_count()} cores visible), {pages}, ranks and counters unbounded"
             + (f"; variants {', '.join(audit.variants)}" if audit.variants else ""))
 
 
 def to_json(audit: Audit) -> dict:
     return {
         "variants": list(audit.variants),
-        "bounds": {"pages": audit.pages, "ranks": "any (uninterpreted sort)", "counters": "unbounded integers",
+        "bounds": {"pages": audit.pages, "unbounded_pages": audit.unbounded, "ranks": "any (uninterpreted sort)", "counters": "unbounded integers",
                    "config": "symbolic feature flags, capacities and targets (default options only)"},
         "wall_seconds": round(audit.wall, 3),
         "cpu_seconds": round(audit.cpu, 3),
         "workers": audit.workers,
         "obligations": [
-            {"obligation": r.target, "action": r.action, "result": r.status, "seconds": round(r.seconds, 3),
+            {"obligation": r.target, "action": r.action, "pages": r.pages, "result": r.status,
+             "seconds": round(r.seconds, 3),
              **({"cti": r.cti} if r.cti else {})}
             for r in audit.obligations
         ],
@@ -136,8 +175,10 @@ def to_markdown(audit: Audit) -> str:
     from .cti import format_cti
 
     out = ["# tiercheck prove: audit", "", summary_line(audit), ""]
-    out += ["## Obligations", "", "| obligation | action | result | seconds |", "|---|---|---|---|"]
-    out += [f"| {r.target} | {r.action} | {r.status} | {r.seconds:.2f} |" for r in audit.obligations]
+    out += ["## Obligations", "", "pages: `any` = proved for page forests of every size (proofs/forest.py), "
+            "`<=N` = for every forest of at most N pages.", "",
+            "| obligation | action | pages | result | seconds |", "|---|---|---|---|---|"]
+    out += [f"| {r.target} | {r.action} | {r.pages} | {r.status} | {r.seconds:.2f} |" for r in audit.obligations]
     out += ["", "## Strengthening invariants", ""]
     out += [f"- **{s.name}**: {s.meaning}" for s in STRENGTHENING.values()]
     out += ["", "## Consensus theorems (64-bit unless stated)", "", "| theorem | claim | result | seconds |",

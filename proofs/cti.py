@@ -218,6 +218,10 @@ def format_cti(cti: Dict) -> List[str]:
         f"{' '.join(feats) or 'no features'}; faults {c['faults'] or '-'}; host_free_target "
         f"{c['host_free_target']}, fail_close_after {c['fail_close_after']}; variants {c['variants'] or '-'}"
     )
+    if "forest" in cti:
+        f = cti["forest"]
+        lines.append(f"forest: {f['pages']} pages, parents {f['parent']} (a finite model of the unbounded "
+                     f"encoding: one rank's tree; pools and queues are not part of it)")
     if cti.get("pre") is None:
         lines.append("initial state:")
         lines += _state_lines(cti["post"])

@@ -41,6 +41,7 @@ class Result(NamedTuple):
     status: str  # "proved" | "failed" | "unknown"
     seconds: float
     cti: Optional[dict] = None
+    pages: str = ""  # "any" (proved for forests of every size) or the bound, e.g. "<=2"
 
 
 def invariant_names() -> List[str]:

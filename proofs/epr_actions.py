@@ -1,0 +1,400 @@
+"""Spec actions over the page sort (proofs.paged): one rank's step, for forests of any size.
+
+Each encoding takes the unbounded context ``u`` and a rank view and returns the view
+after the step, as EPR updates (a field becomes a lambda over the old fields). What
+couples a rank to its peers (whether some replica takes the write-back path, whether the
+agreed host allocation succeeds) and what the spec decides with counters the page sort
+does not hold (how many pages evict_host frees before it stops) are free choices,
+constrained by what the spec guarantees about them. So each encoding *over-approximates*
+the spec's step on one rank: every explicit step is one of its behaviours
+(tests/proofs/test_proofs_unbounded.py checks this on reachable states), and a property
+proved for all of them holds for the spec. Node removal reads the owner of a page where
+the spec walks the node's chain; on well-formed trees (tree_owner, tree_chain) the two
+are the same.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Dict, NamedTuple
+
+import z3
+
+from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
+from .epr_properties import b_, can_reclaim_duplicate, node_has_page
+from .forest import PageSort, forall, fresh_page
+from .paged import PAGE_FIELDS, Paged
+
+_ids = itertools.count()
+
+
+def view_ite(c, a: Paged, b: Paged) -> Paged:
+    return Paged({n: (lambda fa, fb: lambda p: z3.If(c, fa(p), fb(p)))(a.f[n], b.f[n]) for n in PAGE_FIELDS})
+
+
+def choice(name: str) -> Callable:
+    """A free predicate over pages (a set the step may pick)."""
+    fn = z3.Function(f"{name}!{next(_ids)}", PageSort, z3.BoolSort())
+    return fn
+
+
+# --- tree edits (spec/tree.py) ------------------------------------------------------------
+
+
+def below(u, v, e, x):
+    return z3.And(v.live(x), x != e, u.forest.le(e, x))
+
+
+def remove_nodes(u, v: Paged, gone: Callable) -> Paged:
+    """remove_nodes of every live node x with gone(x): its pages uncached, durable marks
+    revoked (the registry is not part of the unbounded view)."""
+    def hit(p):
+        x = v.own(p)
+        return z3.And(v.cached(p), gone(x), v.live(x), node_has_page(u, v, x, p))
+
+    return v.update(
+        cached=lambda p: z3.And(v.cached(p), z3.Not(hit(p))),
+        durable=lambda p: z3.And(v.durable(p), z3.Not(hit(p))),
+    )
+
+
+def define(u, name: str, formula):
+    """A fresh Bool defined equal to a closed formula (keeps quantifiers out of the
+    field definitions that mention it)."""
+    b = z3.Bool(f"{name}!{next(_ids)}")
+    u.facts.append(b == formula)
+    return b
+
+
+# --- evict_host (spec/host_eviction.py), over-approximated ----------------------------------
+
+
+def evict_host(u, v: Paged, active, dups, leaf) -> Paged:
+    """evict_host on one rank when ``active``: duplicate reclaim (write_back + reclaim),
+    then LRU host leaves. Which entries are reclaimed before the freed count reaches the
+    need is a free choice, with the spec's pass structure kept exact: the first pass
+    takes non-leaf duplicates only, and the second pass (any duplicate) runs only if the
+    first one took every non-leaf duplicate it could (else the need was met). Reclaiming
+    changes host copies only, so ``leaf`` (the pre-state's device leaves) stays exact.
+    The LRU loop removes a set of host-only, unreferenced nodes closed under
+    descendants (each victim is a leaf when it goes)."""
+    cfg = u.cfg
+    on = define(u, "reclaim_on", z3.And(active, b_(cfg.wb), b_(cfg.dupr)))
+    reclaimable = lambda x: z3.And(dups(x), can_reclaim_duplicate(u, v, x))
+    r2 = choice("reclaim2")
+    if cfg.has("reclaim-demote-leaf"):  # one pass, leaves not spared
+        r1 = lambda x: z3.BoolVal(False)
+        u.facts.append(forall(lambda x: z3.Implies(r2(x), z3.And(on, reclaimable(x)))))
+    else:
+        r1 = choice("reclaim1")
+        spare = lambda x: z3.And(reclaimable(x), z3.Not(leaf(x)))
+        u.facts.append(forall(lambda x: z3.Implies(r1(x), z3.And(on, spare(x)))))
+        took_all = define(u, "pass1_exhausted", forall(lambda y: z3.Implies(spare(y), r1(y))))
+        u.facts.append(forall(lambda x: z3.Implies(r2(x), z3.And(on, took_all, reclaimable(x), z3.Not(r1(x))))))
+    v = v.set_node(lambda x: z3.Or(r1(x), r2(x)), host=lambda x: z3.IntVal(ABSENT))
+    v = v.named("reclaimed", u.facts)
+    lru = choice("lru")
+    u.facts.append(forall(lambda x: z3.Implies(lru(x), z3.And(
+        active, v.live(x), v.dev(x) == ABSENT, v.lock(x) == 0, v.host(x) == HOST_RESIDENT, v.href(x) == 0))))
+    u.facts.append(forall(lambda x, y: z3.Implies(z3.And(lru(x), v.live(y), u.forest.lt(x, y)), lru(y)), 2))
+    return remove_nodes(u, v, lru).named("lru", u.facts)
+
+
+# --- evict (spec/eviction.py) -------------------------------------------------------------
+
+
+def demote(v: Paged, e, cond) -> Paged:
+    return v.set_node(lambda x: z3.And(cond, x == e), dev=lambda x: z3.IntVal(ABSENT))
+
+
+def prunable(u, v, e):
+    return forall(lambda d: z3.Implies(below(u, v, e, d), z3.And(v.href(d) == 0, v.lock(d) == 0)))
+
+
+def evict_on_rank(u, v: Paged, e, is_leaf) -> Paged:
+    """_evict_on_rank of e, which is a device leaf of this view iff ``is_leaf``."""
+    backed = v.host(e) == HOST_RESIDENT
+    v = demote(v, e, z3.And(is_leaf, backed))
+    deletable = z3.BoolVal(True) if u.cfg.has("orphan-host-subtree") else define(u, "prunable", prunable(u, v, e))
+    gone = define(u, "delete", z3.And(is_leaf, z3.Not(backed), deletable))
+    return remove_nodes(u, v, lambda x: z3.And(gone, z3.Or(x == e, below(u, v, e, x))))
+
+
+def evict_params(u) -> Dict:
+    """The evicted node, and the choices that couple this rank to the others: the
+    write-back path taken (some replica must stage the leaf first), the agreed
+    allocation's outcome, whether this rank ran evict_host for it."""
+    wp, ok, hev = (z3.Bool(f"{n}!{next(_ids)}") for n in ("write_path", "alloc_ok", "host_evict"))
+    u.facts += [z3.Implies(wp, b_(u.cfg.wb)), z3.Implies(hev, wp)]
+    return {"node": fresh_page("node"), "write_path": wp, "ok": ok, "host_evict": hev}
+
+
+def evict(u, v: Paged, a) -> Paged:
+    """evict of node e on one rank. Host eviction removes host-only nodes and drops host
+    copies only, so e is a device leaf after it iff it was before and is still live."""
+    e, wp, leaf = a["node"], a["write_path"], a["leaf"]
+    is_leaf = define(u, "leaf_e", z3.And(v.live(e), leaf(e)))
+    plain = evict_on_rank(u, v, e, is_leaf).named("plain", u.facts)
+    needs_write = define(u, "needs_write", z3.And(is_leaf, v.host(e) == ABSENT))
+    alloc = evict_host(u, v, a["host_evict"], a["dups"], leaf)
+    other = evict_on_rank(u, alloc, e, z3.And(z3.Not(needs_write), alloc.live(e), leaf(e)))
+    do = define(u, "write", z3.And(needs_write, a["ok"]))
+    storage = z3.If(b_(u.cfg.storage), 1, 0)
+    written = other.set_node(lambda x: z3.And(do, x == e), host=lambda x: z3.IntVal(HOST_RESIDENT),
+                             href=lambda x: other.href(x) + storage)
+    written = demote(written, e, do).named("written", u.facts)
+    return view_ite(wp, written, plain).named("evicted", u.facts)
+
+
+# --- insert (spec/write_path.py) -----------------------------------------------------------
+
+
+def insert_params(u) -> Dict:
+    """The request (named by its last page: any page may end one), and whether this
+    rank's host allocation for the staged writes ran evict_host."""
+    return {"req": fresh_page("req"), "host_evict": z3.Bool(f"host_evict!{next(_ids)}")}
+
+
+def _split(u, v: Paged, c, cond=True) -> Paged:
+    """_split_node of the node x owning page c at c, when x extends below c: the upper
+    half start(x)..c becomes node c with x's fields (host_ref_counter: the backups
+    covering c, some count >= 0; the split-* variants drop it / the load-back mark), the
+    lower half keeps end x and starts at the page below c toward x."""
+    f, cfg = u.forest, u.cfg
+    x = v.own(c)
+    split = define(u, "split", z3.And(b_(cond), v.cached(c), x != c))
+    lower, fact = f.least_on_path(x, lambda p: f.lt(c, p), "lower_start")
+    u.facts.append(fact)
+    href = z3.Int(f"split_href!{next(_ids)}")
+    u.facts.append(href == 0 if cfg.has("split-during-backup") else href >= 0)
+    upper = dict(dev=v.dev(x), host=v.host(x), lock=v.lock(x), href=href, hits=v.hits(x), rel=v.rel(x),
+                 lbp=z3.BoolVal(False) if cfg.has("split-drops-pending-mark") else v.lbp(x))
+    old_start = v.start(x)
+    at_c = lambda e: z3.And(split, e == c)
+    new = {n: (lambda old, val: lambda e: z3.If(at_c(e), val, old(e)))(v.f[n], val) for n, val in upper.items()}
+    new["start"] = lambda e: z3.If(at_c(e), old_start, z3.If(z3.And(split, e == x), lower, v.start(e)))
+    new["own"] = lambda p: z3.If(z3.And(split, f.in_chain(old_start, c, p)), c, v.own(p))
+    return v.update(**new).named("split", u.facts)
+
+
+def insert(u, v: Paged, a) -> Paged:
+    """insert(req) on one rank: walk the cached part of the request path (a prefix, by
+    tree_closed) down to its deepest page c, split the node owning c at c, un-evict or
+    hit every walked node, add the uncached tail as one new node ending at the request's
+    last page; then write_backup stages some of the nodes _inc_hit_count picked
+    (write-through only: host absent, device resident) after an evict_host."""
+    f, cfg = u.forest, u.cfg
+    q = a["req"]
+    walked = lambda p: z3.And(f.le(p, q), v.cached(p))
+    c, fact = f.greatest_on_path(q, walked, "walked_to")
+    u.facts.append(fact)
+    has_c = define(u, "walk", walked(c))
+    v1 = _split(u, v, c)
+    on_path = lambda y: z3.And(has_c, v1.live(y), f.le(y, c))
+    wt = z3.Not(b_(cfg.wb))
+    thr = z3.If(b_(cfg.sel), 2, 1)
+    bump = lambda h: z3.If(h + 1 <= thr, h + 1, thr)
+    v2 = v1.update(
+        dev=lambda y: z3.If(z3.And(on_path(y), v1.dev(y) == ABSENT), z3.IntVal(RESIDENT), v1.dev(y)),
+        hits=lambda y: z3.If(z3.And(on_path(y), v1.dev(y) != ABSENT, wt), bump(v1.hits(y)), v1.hits(y)),
+    ).named("walked", u.facts)
+    tail = define(u, "tail", z3.Not(v.cached(q)))
+    t, fact = f.least_on_path(q, lambda p: z3.Not(v.cached(p)), "tail_start")
+    u.facts.append(fact)
+    new = lambda p: z3.And(tail, f.in_chain(t, q, p))
+    leaf_vals = dict(start=t, dev=z3.IntVal(RESIDENT), host=z3.IntVal(ABSENT), lock=z3.IntVal(0),
+                     href=z3.IntVal(0), hits=z3.If(wt, bump(z3.IntVal(0)), 0), lbp=z3.BoolVal(False),
+                     rel=z3.BoolVal(False))
+    at_q = lambda e: z3.And(tail, e == q)
+    fields = {n: (lambda old, val: lambda e: z3.If(at_q(e), val, old(e)))(v2.f[n], val) for n, val in leaf_vals.items()}
+    fields["cached"] = lambda p: z3.Or(v2.cached(p), new(p))
+    fields["own"] = lambda p: z3.If(new(p), q, v2.own(p))
+    v3 = v2.update(**fields).named("inserted", u.facts)
+    v4 = evict_host(u, v3, z3.And(a["host_evict"], wt), a["dups"], a["leaf"])
+    staged = choice("staged")
+    if u.cfg.has("partial-backup-leak"):  # a rank may stage a node its peer picked
+        u.facts.append(forall(lambda y: z3.Implies(staged(y), z3.And(wt, v4.live(y)))))
+    else:
+        u.facts.append(forall(lambda y: z3.Implies(staged(y), z3.And(
+            wt, v4.live(y), v4.host(y) == ABSENT, v4.dev(y) == RESIDENT))))
+    return v4.set_node(staged, host=lambda y: z3.IntVal(WRITING), lock=lambda y: v4.lock(y) + 1).named(
+        "staged", u.facts)
+
+
+# --- load_back (spec/load_path.py), prefetch_from_storage (spec/prefetch.py) ---------------
+
+
+def node_param(u) -> Dict:
+    return {"node": fresh_page("node")}
+
+
+def load_back(u, v: Paged, a) -> Paged:
+    """load_back(e) on one rank (its guard holds on every rank, this one included): the
+    evicted chain from e up to the first resident node becomes LOADING with the
+    load-back mark set, and every node on e's path to the root is locked once more.
+    The chain is the evicted nodes on e's path: by device_closed the evicted nodes on a
+    path are exactly those below its last resident one."""
+    f = u.forest
+    e = a["node"]
+    chain = lambda x: z3.And(v.live(x), f.le(x, e), v.dev(x) == ABSENT)
+    u.facts.append(z3.And(v.live(e), v.dev(e) == ABSENT))
+    u.facts.append(forall(lambda x: z3.Implies(chain(x), v.host(x) == HOST_RESIDENT)))
+    on_path = lambda x: z3.And(v.live(x), f.le(x, e))
+    return v.update(
+        dev=lambda x: z3.If(chain(x), z3.IntVal(LOADING), v.dev(x)),
+        lbp=lambda x: z3.Or(chain(x), v.lbp(x)),
+        lock=lambda x: z3.If(on_path(x), v.lock(x) + 1, v.lock(x)),
+    ).named("loading", u.facts)
+
+
+def prefetch_params(u) -> Dict:
+    """The anchor (the node ending where the request's cached match ends, host
+    resident on every rank by the guard; none for a match of 0 pages), whether the
+    agreed allocation succeeded, whether this rank ran evict_host."""
+    return {"anchor": fresh_page("anchor"), "has_anchor": z3.Bool(f"has_anchor!{next(_ids)}"),
+            "ok": z3.Bool(f"alloc_ok!{next(_ids)}"), "host_evict": z3.Bool(f"host_evict!{next(_ids)}")}
+
+
+def prefetch_from_storage(u, v: Paged, a) -> Paged:
+    """protect_host on the anchor, the agreed host allocation (evict_host), and the
+    anchor released again where it failed."""
+    anc, has = a["anchor"], a["has_anchor"]
+    u.facts.append(z3.Implies(has, z3.And(v.live(anc), v.host(anc) == HOST_RESIDENT)))
+    at = lambda x: z3.And(has, x == anc)
+    v = v.set_node(at, href=lambda x: v.href(x) + 1).named("protected", u.facts)
+    v = evict_host(u, v, a["host_evict"], a["dups"], a["leaf"])
+    return v.set_node(lambda x: z3.And(at(x), z3.Not(a["ok"])), href=lambda x: v.href(x) - 1).named(
+        "prefetching", u.facts)
+
+
+def check_prefetch_params(u) -> Dict:
+    """The request (its last page), the fetched pages (a segment first..last of its
+    path, empty when nothing completed) and the anchor (none when the match was 0
+    pages). How the segment sits under the anchor is the prefetch queue's business
+    (prefetch_queue, bounded): here it is any segment of the path."""
+    names = ("req", "first", "last", "anchor")
+    out = {n: fresh_page(n) for n in names}
+    out["has_fetch"] = z3.Bool(f"has_fetch!{next(_ids)}")
+    out["has_anchor"] = z3.Bool(f"has_anchor!{next(_ids)}")
+    f = u.forest
+    u.facts.append(z3.Implies(out["has_fetch"], z3.And(f.le(out["first"], out["last"]), f.le(out["last"], out["req"]))))
+    return out
+
+
+def check_prefetch_progress(u, v: Paged, a) -> Paged:
+    """check_prefetch_progress on one rank: the fetched pages' cached prefix gets a node
+    boundary at its deepest page, the rest becomes one host-only node, the anchor's
+    protection is dropped."""
+    f = u.forest
+    seg = lambda p: z3.And(a["has_fetch"], f.in_chain(a["first"], a["last"], p))
+    b, fact = f.greatest_on_path(a["last"], lambda p: z3.And(seg(p), v.cached(p)), "have_to")
+    u.facts.append(fact)
+    v1 = _split(u, v, b, define(u, "have", z3.And(seg(b), v.cached(b))))
+    u0, fact = f.least_on_path(a["last"], lambda p: z3.And(seg(p), z3.Not(v.cached(p))), "fetched_from")
+    u.facts.append(fact)
+    has_new = define(u, "new_node", z3.And(seg(u0), z3.Not(v.cached(u0))))
+    last = a["last"]
+    new = lambda p: z3.And(has_new, f.in_chain(u0, last, p))
+    vals = dict(start=u0, dev=z3.IntVal(ABSENT), host=z3.IntVal(HOST_RESIDENT), lock=z3.IntVal(0),
+                href=z3.IntVal(0), hits=z3.IntVal(0), lbp=z3.BoolVal(False), rel=z3.BoolVal(False))
+    at = lambda e: z3.And(has_new, e == last)
+    fields = {n: (lambda old, val: lambda e: z3.If(at(e), val, old(e)))(v1.f[n], val) for n, val in vals.items()}
+    fields["cached"] = lambda p: z3.Or(v1.cached(p), new(p))
+    fields["own"] = lambda p: z3.If(new(p), last, v1.own(p))
+    v2 = v1.update(**fields).named("fetched", u.facts)
+    anc = a["anchor"]
+    release = lambda x: z3.And(a["has_anchor"], x == anc, v2.live(x))
+    return v2.set_node(release, href=lambda x: v2.href(x) - 1).named("released", u.facts)
+
+
+def disabled(u) -> Dict:
+    """An action enabled only under an option the proofs refuse (proofs.scope): never
+    enabled, as in the bounded encoding (proofs/encode/actions.py)."""
+    u.facts.append(z3.BoolVal(False))
+    return {}
+
+
+def havoc(v: Paged, name: str, *fields) -> Paged:
+    """Fields the step changes in ways the unbounded view does not follow: any value."""
+    return v.update(**{f: z3.Function(f"{name}.{f}!{next(_ids)}", PageSort, PAGE_FIELDS[f]) for f in fields})
+
+
+def no_params(u) -> Dict:
+    return {}
+
+
+def initial(u, v: Paged, a) -> Paged:
+    """initial_state: nothing cached, no durable marks, an empty store."""
+    false = lambda p: z3.BoolVal(False)
+    return v.update(cached=false, durable=false, store=false)
+
+
+def unchanged(u, v: Paged, a) -> Paged:
+    """write_dma_done, load_dma_done, prefetch_io, registry_skew: only queues, done
+    counts and registry order change, none of which the view holds."""
+    return v
+
+
+def store_changes(u, v: Paged, a) -> Paged:
+    """storage_backup_done, store_lose: only the store's shard bits change."""
+    return havoc(v, "store", "store")
+
+
+def writing_check(u, v: Paged, a) -> Paged:
+    """writing_check (or its halt/hang): the nodes covering the committed D->H copies
+    (a free set) get their host copy, lock and href change (not followed)."""
+    done = choice("committed")
+    return havoc(v.set_node(done, host=lambda x: z3.IntVal(HOST_RESIDENT)), "commit", "lock", "href").named(
+        "written", u.facts)
+
+
+def loading_check(u, v: Paged, a) -> Paged:
+    """loading_check (or its halt): the nodes covering the acked H->D copies (a free
+    set) become device resident with the load-back mark cleared; locks on their paths
+    change (not followed)."""
+    done = choice("loaded")
+    return havoc(v.set_node(done, dev=lambda x: z3.IntVal(RESIDENT), lbp=lambda x: z3.BoolVal(False)),
+                 "loaded", "lock").named("loaded", u.facts)
+
+
+ALL = ("no_ghost", "counter_sanity", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
+       "tree_closed", "tree_paths", "node_fields", "device_closed", "durable_cached")
+SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "durable_cached", "locked_never_evicted",
+         "release_safety")
+
+
+# tree_closed and tree_paths need the anchor to be a live node end right above the
+# fetched pages, counter_sanity its protection still held: prefetch_queue and
+# href_accounting, both about queue contents (bounded)
+PREFETCH_CHECK = tuple(t for t in ALL if t not in ("tree_closed", "tree_paths", "counter_sanity"))
+
+
+class UAction(NamedTuple):
+    name: str
+    params: Callable  # (u) -> dict
+    effect: Callable  # (u, view, params) -> view
+    targets: tuple  # the properties this over-approximation decides (others need more state)
+
+
+UACTIONS: Dict[str, UAction] = {a.name: a for a in [
+    UAction("init", no_params, initial, tuple(t for t in ALL if t not in ("locked_never_evicted", "release_safety"))),
+    UAction("evict", evict_params, evict, ALL),
+    UAction("insert", insert_params, insert, ALL),
+    UAction("load_back", node_param, load_back, ALL),
+    # release_safety fails here unbounded, and in the explicit spec (docs/proofs.md,
+    # "Found by the unbounded proofs"): left to the bounded audit until it is resolved
+    UAction("prefetch_from_storage", prefetch_params, prefetch_from_storage,
+            tuple(t for t in ALL if t != "release_safety")),
+    UAction("check_prefetch_progress", check_prefetch_params, check_prefetch_progress, PREFETCH_CHECK),
+    UAction("local_access", disabled, unchanged, ALL),
+    UAction("write_dma_done", no_params, unchanged, ALL),
+    UAction("load_dma_done", no_params, unchanged, ALL),
+    UAction("prefetch_io", no_params, unchanged, ALL),
+    UAction("registry_skew", no_params, unchanged, ALL),
+    UAction("storage_backup_done", no_params, store_changes, ALL),
+    UAction("store_lose", no_params, store_changes, ALL),
+    # lock decrements need lock_accounting (queue contents) for counter_sanity
+    UAction("writing_check", no_params, writing_check, SHAPE + ("no_ghost", "node_fields", "device_closed")),
+    # which nodes load needs load_queue (LOADING nodes only) for device_closed
+    UAction("loading_check", no_params, loading_check, SHAPE + ("no_ghost", "node_fields")),
+]}

@@ -1,0 +1,148 @@
+"""The unbounded encoding on concrete states: invariant values and admitted steps.
+
+A spec state's rank is lifted onto a closed interpretation of the page sort (the
+model's own forest, proofs.forest.Forest.closed), so every page quantifier ranges over
+exactly the model's pages and z3 evaluates the quantified formulas. Used by
+tests/proofs/test_proofs_unbounded.py to keep proofs.epr_properties in agreement with
+spec/properties.py and the bounded encodings, and to check that each unbounded action
+admits every explicit step (the over-approximation never loses a behaviour).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Dict
+
+import z3
+
+from .config import ProofConfig
+from .epr_actions import UACTIONS
+from .epr_obligations import UCtx
+from .epr_properties import UPROPS, device_leaves
+from .forest import Forest, PageSort, forall
+from .paged import NODE_FIELDS, from_rank
+
+
+def ground(formulas, pages) -> list:
+    """The formulas over a closed page sort, quantifier-free: every quantifier expanded
+    over the page constants (exact, as the constants are the whole sort), and every
+    page-valued term pinned to one of them. z3 decides the result far faster than the
+    quantified form."""
+    memo = {}
+
+    def walk(e):
+        key = e.get_id()
+        hit = memo.get(key)
+        if hit is not None:
+            return hit[1]
+        if z3.is_quantifier(e):
+            body = e.body()
+            insts = [walk(z3.substitute_vars(body, *reversed(combo)))
+                     for combo in itertools.product(pages, repeat=e.num_vars())]
+            out = z3.And(insts) if e.is_forall() else z3.Or(insts)
+        elif z3.is_app(e) and e.num_args() > 0:
+            kids = [walk(c) for c in e.children()]
+            arr = (z3.Ast * len(kids))(*[k.as_ast() for k in kids])
+            out = z3.z3._to_expr_ref(z3.Z3_update_term(e.ctx_ref(), e.as_ast(), len(kids), arr), e.ctx)
+        else:
+            out = e
+        memo[key] = (e, out)  # e kept alive: z3 reuses the ids of freed terms
+        return out
+
+    out = [walk(f) for f in formulas]
+    ids = {c.get_id() for c in pages}
+    seen, pins = {}, []
+
+    def pin(e):
+        if e.get_id() in seen:
+            return
+        seen[e.get_id()] = e
+        if e.sort() == PageSort and e.get_id() not in ids:
+            pins.append(z3.Or([e == c for c in pages]))
+        for c in e.children():
+            pin(c)
+
+    for f in out:
+        pin(f)
+    return out + pins
+
+
+def _lift(m, s, r, u, pages):
+    v, facts = from_rank(s.ranks[r], s.store[r], pages)
+    return v, facts
+
+
+def _base(m):
+    u = UCtx(ProofConfig.from_spec(m.cfg), Forest())
+    pages, facts = u.forest.closed(m.pages.parent)
+    u.pages = pages
+    return u, pages, facts[:1] + facts[2:] + u.forest.axioms()  # facts[1]: the sort closed (ground does it)
+
+
+def _registry(pages, dups):
+    d = z3.Function(f"dups!{id(pages)}", PageSort, z3.BoolSort())
+    return d, [d(c) == (i in dups) for i, c in enumerate(pages)]
+
+
+def _holds(pages, facts, formula) -> bool:
+    sol = z3.Solver()
+    sol.add(*ground(list(facts) + [z3.Not(formula)], pages))
+    res = sol.check()
+    if res == z3.unknown:
+        raise RuntimeError(f"z3 could not evaluate: {sol.reason_unknown()}")
+    return res == z3.unsat
+
+
+def invariant_values(m, s, r: int) -> Dict[str, bool]:
+    """Every unbounded invariant on rank r of explicit state s."""
+    u, pages, facts = _base(m)
+    v, vf = _lift(m, s, r, u, pages)
+    return {n: _holds(pages, facts + vf, p.fn(u, v)) for n, p in UPROPS.items() if p.kind == "invariant"}
+
+
+def same_view(u, a, b):
+    """Equal as spec rank trees: cached pages and owners, live nodes' fields, marks."""
+    def at(p):
+        live = a.live(p)
+        return z3.And(
+            a.cached(p) == b.cached(p), z3.Implies(a.cached(p), a.own(p) == b.own(p)),
+            z3.Implies(live, z3.And(*[getattr(a, f)(p) == getattr(b, f)(p) for f in NODE_FIELDS])),
+            a.durable(p) == b.durable(p), a.store(p) == b.store(p),
+        )
+
+    return forall(at)
+
+
+def step_setup(m, s, r, name: str):
+    """(u, facts, pre view, params, post view) of action ``name`` on rank r of s."""
+    u, pages, facts = _base(m)
+    pre, pf = _lift(m, s, r, u, pages)
+    params = UACTIONS[name].params(u)
+    params["dups"], df = _registry(pages, set(s.ranks[r].dups))
+    params["leaf"] = device_leaves(u, pre, "leaf")
+    post = UACTIONS[name].effect(u, pre, params)
+    return u, pages, facts + pf + df, pre, params, post
+
+
+def admits(m, s, a, t, r: int) -> bool:
+    """The unbounded encoding of a.name admits rank r's part of the explicit step s -a-> t."""
+    u, pages, facts, pre, params, post = step_setup(m, s, r, a.name)
+    target, tf = _lift(m, t, r, u, pages)
+    bind = [params["node"] == pages[a["node"]]] if "node" in params else []
+    if "req" in params:
+        bind.append(params["req"] == pages[m.pages.request_pages[a["req"]][-1]])
+    sol = z3.Solver()
+    sol.add(*ground([*facts, *u.facts, *tf, *bind, same_view(u, post, target)], pages))
+    res = sol.check()
+    if res == z3.unknown:
+        raise RuntimeError(f"z3 could not decide: {sol.reason_unknown()}")
+    return res == z3.sat
+
+
+def transition_values(m, s, a, t, r: int) -> Dict[str, bool]:
+    """Every unbounded transition property on rank r of the explicit step s -a-> t."""
+    u, pages, facts, pre, params, _post = step_setup(m, s, r, a.name)
+    target, tf = _lift(m, t, r, u, pages)
+    base = facts + u.facts + tf
+    return {n: _holds(pages, base, p.fn(u, pre, target, params)) for n, p in UPROPS.items()
+            if p.kind == "transition"}

@@ -1,0 +1,157 @@
+"""Unbounded-page obligations: Inv(s) /\\ step(s, s') => P(s') over the page sort.
+
+The pre-state is one rank's view over an arbitrary forest (proofs.forest axioms, no
+size bound); Inv is every invariant of proofs.epr_properties (a subset of the audit's
+invariants, so a weaker hypothesis: a proof here is sound); the step is an
+over-approximation of the spec's (proofs.epr_actions). The rank is arbitrary: every
+property here is a statement about each rank alone, and what couples ranks is a free
+choice of the step. z3 decides these formulas with model-based quantifier
+instantiation; a satisfiable obligation has a finite model (the sort is uninterpreted),
+printed as a counterexample to induction over a concrete forest.
+
+``COVERED`` says which (target, action) obligations the unbounded encoding decides; the
+audit (proofs.audit) proves those for forests of any size and the rest bounded.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Dict, List, NamedTuple, Optional
+
+import z3
+
+from .config import ProofConfig
+from .epr_actions import UACTIONS
+from .epr_properties import UINVARIANTS, UPROPS, device_leaves
+from .forest import Forest, PageSort
+from .paged import read_rank, symbolic, values_to_rank
+
+
+class UCtx:
+    def __init__(self, cfg, forest: Forest):
+        self.cfg = cfg
+        self.forest = forest
+        self.facts: List = []
+
+
+def covered(target: str, action: str) -> bool:
+    return action in UACTIONS and target in UACTIONS[action].targets
+
+
+COVERED_ACTIONS = tuple(UACTIONS)
+
+
+class USetup(NamedTuple):
+    u: UCtx
+    pre: object
+    post: object
+    params: Dict
+    solver: z3.Solver
+
+
+def setup(action: str, variants=frozenset(), fix=None) -> USetup:
+    cfg = ProofConfig.symbolic_config(variants, fix=fix)
+    u = UCtx(cfg, Forest())
+    pre = symbolic("s")
+    params = UACTIONS[action].params(u)
+    params["dups"] = z3.Function("s.dups", PageSort, z3.BoolSort())  # duplicate registry membership
+    params["leaf"] = device_leaves(u, pre, "s.leaf")
+    post = UACTIONS[action].effect(u, pre, params)
+    sol = z3.Solver()
+    sol.add(*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in cfg.constraints()])
+    sol.add(*[UPROPS[n].fn(u, pre) for n in UINVARIANTS])
+    sol.add(*u.facts)
+    return USetup(u, pre, post, params, sol)
+
+
+def goal(su: USetup, target: str):
+    p = UPROPS[target]
+    if p.kind == "invariant":
+        return p.fn(su.u, su.post)
+    return p.fn(su.u, su.pre, su.post, su.params)
+
+
+def check(su: USetup, target: str, action: str, timeout_ms: int = 60000):
+    """One obligation: (status, seconds, cti or None)."""
+    t0 = time.perf_counter()
+    su.solver.set("timeout", timeout_ms)
+    su.solver.push()
+    su.solver.add(z3.Not(goal(su, target)))
+    res = su.solver.check()
+    cti = extract(su, su.solver.model(), target, action) if res == z3.sat else None
+    su.solver.pop()
+    status = "proved" if res == z3.unsat else ("failed" if res == z3.sat else "unknown")
+    return status, time.perf_counter() - t0, cti
+
+
+def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
+    from .obligations import Result
+
+    targets = [t for t in (targets or UPROPS) if covered(t, action)]
+    t0 = time.perf_counter()
+    su = setup(action, variants, fix)
+    build = (time.perf_counter() - t0) / max(1, len(targets))
+    out = []
+    for t in targets:
+        status, secs, cti = check(su, t, action)
+        out.append(Result(t, action, status, secs + build, cti, "any"))
+    return out
+
+
+# --- counterexamples ----------------------------------------------------------------------
+
+
+def extract(su: USetup, model, target: str, action: str) -> Dict:
+    """The finite model as spec values: the forest (pages numbered as build_pages does,
+    page p carrying token p + 1), one rank's pre- and post-state, the step's node."""
+    from ..spec.action import act
+    from ..spec.model import Model
+    from ..spec.state import State
+    from .cti import _config, _config_dict, render_state
+    from .universe import token_paths
+
+    order, parents = su.u.forest.parent_array(model)
+    paths = token_paths(list(parents))
+    cfg = _config(SimpleNamespace(ctx=SimpleNamespace(cfg=su.u.cfg)), model, 1, paths)
+    m = Model(cfg)
+    idx = {str(x): i for i, x in enumerate(order)}
+    dups = tuple(i for i, x in enumerate(order)
+                 if z3.is_true(model.eval(su.params["dups"](x), model_completion=True)))
+
+    def state(view, with_dups):
+        rs = values_to_rank(read_rank(model, view, order))
+        return State(ranks=(rs._replace(dups=dups if with_dups else ()),), store=(0,))
+
+    params = {}
+    if "node" in su.params:
+        params["node"] = idx.get(str(model.eval(su.params["node"], model_completion=True)), -1)
+    choices = {k: z3.is_true(model.eval(v, model_completion=True)) for k, v in su.params.items()
+               if isinstance(v, z3.BoolRef)}
+    a = act(action, **params)
+    return {
+        "target": target, "action": action, "pages": "any", "config": _config_dict(cfg), "ranks": 1,
+        "forest": {"pages": len(order), "parent": list(parents)},
+        "step": f"{a}" + (f" with {', '.join(f'{k}={v}' for k, v in choices.items())}" if choices else ""),
+        "pre": render_state(m, state(su.pre, True)), "post": render_state(m, state(su.post, True)),
+        "explicit": {},
+    }
+
+
+def _prove_job(args):
+    action, variants = args
+    return [r._replace(cti={k: v for k, v in r.cti.items() if not k.startswith("_")} if r.cti else None)
+            for r in prove_action(action, variants=frozenset(variants))]
+
+
+def prove_all(variants=(), workers: int = 2, actions=None) -> list:
+    """Every covered obligation, over a process pool (one job per action)."""
+    jobs = [(a, tuple(sorted(variants))) for a in (actions or COVERED_ACTIONS) if a in UACTIONS]
+    if workers > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_prove_job, jobs, chunksize=1)
+    else:
+        parts = [_prove_job(j) for j in jobs]
+    return [r for part in parts for r in part]

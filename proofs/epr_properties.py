@@ -1,0 +1,195 @@
+"""Invariants over the page sort (proofs.paged), for forests of any size.
+
+Each one has the name of a spec property (spec/properties.py) or strengthening invariant
+(proofs/strengthen.py) and states the same thing with page quantifiers where the
+bounded encoding enumerates pages: ``fn(u, v)`` for an invariant of one rank's view v,
+``fn(u, s, t, a)`` for a transition property. tests/proofs/test_proofs_unbounded.py
+keeps them in agreement with the spec's predicates and the bounded encodings on
+reachable states of shipped models.
+
+``u`` is the unbounded context (proofs.epr_obligations.UCtx: forest, config, facts).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Dict, NamedTuple
+
+import z3
+
+from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
+
+from .forest import PageSort, exists, forall
+
+_ids = itertools.count()
+
+
+def if_(c, a, b):
+    """z3.If for a condition that may be a Python bool (a concrete config)."""
+    return (a if c else b) if isinstance(c, bool) else z3.If(c, a, b)
+
+
+def b_(x):
+    return z3.BoolVal(x) if isinstance(x, bool) else x
+
+
+class UProp(NamedTuple):
+    name: str
+    kind: str  # "invariant" | "transition"
+    fn: Callable
+
+
+# --- tree queries over a view --------------------------------------------------------------
+
+
+def node_has_page(u, v, e, p):
+    return u.forest.in_chain(v.start(e), e, p)
+
+
+def is_device_leaf(u, v, e):
+    """evictable_leaves: resident, unlocked, every cached child page's node has no
+    device copy (children by the parent clause of proofs.forest; for goals)."""
+    f = u.forest
+    return z3.And(
+        v.dev(e) == RESIDENT, z3.Not(v.lock(e) > 0),
+        forall(lambda c: z3.Implies(z3.And(v.cached(c), f.is_parent(e, c)), v.dev(v.own(c)) == ABSENT)),
+    )
+
+
+def device_leaves(u, v, name: str = "leaf"):
+    """is_device_leaf as a predicate over pages, defined by facts (hypotheses) in the
+    shape z3 decides well: a leaf is resident and unlocked with no live node below it
+    holding a device copy (on trees satisfying tree_owner/tree_closed/tree_paths/
+    device_closed the same as the spec's check of the child pages); a resident unlocked
+    non-leaf has such a node below it, named by a witness function."""
+    f = u.forest
+    leaf = z3.Function(f"{name}!{next(_ids)}", PageSort, z3.BoolSort())
+    wit = z3.Function(f"{name}.witness!{next(_ids)}", PageSort, PageSort)
+    ready = lambda x: z3.And(v.dev(x) == RESIDENT, z3.Not(v.lock(x) > 0))
+    u.facts.append(forall(lambda x: z3.Implies(leaf(x), z3.And(ready(x), forall(
+        lambda y: z3.Implies(z3.And(v.live(y), f.lt(x, y)), v.dev(y) == ABSENT))))))
+    u.facts.append(forall(lambda x: z3.Implies(z3.And(ready(x), z3.Not(leaf(x))), z3.And(
+        v.live(wit(x)), f.lt(x, wit(x)), v.dev(wit(x)) != ABSENT))))
+    return leaf
+
+
+def all_durable(u, v, e):
+    return forall(lambda p: z3.Implies(node_has_page(u, v, e, p), v.durable(p)))
+
+
+def is_duplicate(u, v, e):
+    return z3.And(v.live(e), v.dev(e) != ABSENT, v.host(e) == HOST_RESIDENT)
+
+
+def can_reclaim_duplicate(u, v, e):
+    ok = z3.And(is_duplicate(u, v, e), z3.Not(v.href(e) > 0))
+    if u.cfg.has("reclaim-during-loadback"):
+        return ok
+    return z3.And(ok, z3.Not(v.lbp(e)))
+
+
+# --- spec properties ---------------------------------------------------------------------
+
+
+def no_ghost(u, v):
+    return forall(lambda e: z3.Implies(v.live(e), z3.Or(v.dev(e) == RESIDENT, v.host(e) == HOST_RESIDENT)))
+
+
+def counter_sanity(u, v):
+    return forall(lambda e: z3.Implies(v.live(e), z3.And(v.lock(e) >= 0, v.href(e) >= 0)))
+
+
+def locked_never_evicted(u, s, t, a):
+    return forall(lambda e: z3.Implies(
+        z3.And(s.live(e), s.lock(e) > 0, s.dev(e) == RESIDENT),
+        z3.And(t.live(e), t.dev(e) != ABSENT)))
+
+
+def release_safety(u, s, t, a):
+    """A host copy dropped from a node that keeps a device copy: unreferenced, not
+    pending a load-back, and (write_back) not a device leaf while a non-leaf duplicate
+    was left reclaimable; (write-through) unlocked, resident and fully durable. The
+    registry is the pre-state's (``a["dups"]``: registry membership per page), device
+    leaves are the pre-state's (``a["leaf"]``, device_leaves)."""
+    cfg = u.cfg
+    dups, leaf = a["dups"], a["leaf"]
+
+    def per_node(e):
+        dropped = z3.And(s.live(e), t.live(e), s.host(e) == HOST_RESIDENT, t.host(e) == ABSENT,
+                         t.dev(e) != ABSENT)
+        spared = exists(lambda d: z3.And(
+            dups(d), d != e, t.live(d), can_reclaim_duplicate(u, t, d), z3.Not(leaf(d))))
+        wb_ok = z3.Not(z3.And(leaf(e), spared))
+        wt_ok = z3.And(z3.Not(t.lock(e) > 0), t.dev(e) == RESIDENT, all_durable(u, t, e))
+        ok = z3.And(z3.Not(t.href(e) > 0), z3.Not(t.lbp(e)), if_(cfg.wb, wb_ok, wt_ok))
+        return z3.Implies(dropped, ok)
+
+    return forall(per_node)
+
+
+# --- strengthening invariants ------------------------------------------------------------
+
+
+def tree_owner(u, v):
+    return forall(lambda p: z3.Implies(v.cached(p), z3.And(v.live(v.own(p)), node_has_page(u, v, v.own(p), p))))
+
+
+def tree_chain(u, v):
+    f = u.forest
+    return forall(lambda e: z3.Implies(v.live(e), z3.And(
+        f.le(v.start(e), e),
+        forall(lambda p: z3.Implies(f.in_chain(v.start(e), e, p), z3.And(v.cached(p), v.own(p) == e))))))
+
+
+def tree_closed(u, v):
+    """Cached pages are closed under ancestors (the bounded form says parents; on a
+    finite forest the two are the same)."""
+    return forall(lambda a, p: z3.Implies(z3.And(v.cached(p), u.forest.le(a, p)), v.cached(a)), 2)
+
+
+def tree_paths(u, v):
+    """Nodes are unbranched runs: a cached page below an inner page p of a node is on
+    that node's chain or below its end (with tree_chain, the same as the bounded form:
+    a child of an inner page belongs to the same node)."""
+    f = u.forest
+    return forall(lambda p, c: z3.Implies(
+        z3.And(v.cached(p), v.cached(c), f.lt(p, c), v.own(p) != p), f.comparable(v.own(p), c)), 2)
+
+
+def node_fields(u, v):
+    wb = u.cfg.wb
+    return forall(lambda e: z3.Implies(v.live(e), z3.And(
+        v.dev(e) >= 0, v.dev(e) <= 2, v.host(e) >= 0, v.host(e) <= 2, v.hits(e) >= 0,
+        (v.dev(e) == LOADING) == v.lbp(e),
+        z3.Implies(v.dev(e) == LOADING, v.host(e) == HOST_RESIDENT),
+        z3.Implies(v.host(e) == WRITING, z3.And(z3.Not(b_(wb)), v.dev(e) == RESIDENT)),
+    )))
+
+
+def device_closed(u, v):
+    f = u.forest
+    return forall(lambda x, e: z3.Implies(
+        z3.And(v.live(x), v.live(e), f.lt(x, e), v.dev(e) != ABSENT), v.dev(x) != ABSENT), 2)
+
+
+def durable_cached(u, v):
+    return forall(lambda p: z3.Implies(v.durable(p), v.cached(p)))
+
+
+UPROPS: Dict[str, UProp] = {
+    p.name: p
+    for p in [
+        UProp("no_ghost", "invariant", no_ghost),
+        UProp("counter_sanity", "invariant", counter_sanity),
+        UProp("locked_never_evicted", "transition", locked_never_evicted),
+        UProp("release_safety", "transition", release_safety),
+        UProp("tree_owner", "invariant", tree_owner),
+        UProp("tree_chain", "invariant", tree_chain),
+        UProp("tree_closed", "invariant", tree_closed),
+        UProp("tree_paths", "invariant", tree_paths),
+        UProp("node_fields", "invariant", node_fields),
+        UProp("device_closed", "invariant", device_closed),
+        UProp("durable_cached", "invariant", durable_cached),
+    ]
+}
+UINVARIANTS = [n for n, p in UPROPS.items() if p.kind == "invariant"]

@@ -1,0 +1,136 @@
+"""One rank's tree state over the page sort (proofs.forest): what the unbounded proofs see.
+
+``PAGE_FIELDS`` lists the per-page state, one z3 function of a page each, by the names
+of proofs/state.py ``RV`` (``own`` split into ``cached`` and the owning page): a new
+per-page field of the spec is one more entry here plus its reading in ``from_rank``.
+A ``Paged`` view holds one Python callable per field (page term -> value term), so an
+action's effect is an EPR update: the new field is a lambda over the old ones, and
+``named`` turns it into a fresh function defined by one universal equation (solvers
+reason far better about a chain of named states than about one nested term).
+
+Node fields are indexed by the node's end page, as RankState.nodes[end]; a page e is a
+live node when it is cached and owns itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Dict, List
+
+import z3
+
+from .forest import PageSort, forall
+
+I, B = z3.IntSort(), z3.BoolSort()
+PAGE_FIELDS: Dict[str, object] = {
+    "cached": B,  # owner[p] >= 0
+    "own": PageSort,  # owner[p] (meaningful where cached)
+    "start": PageSort,  # nodes[e].start
+    "dev": I, "host": I, "lock": I, "href": I, "hits": I,
+    "lbp": B, "rel": B,
+    "durable": B,  # bit p of RankState.durable
+    "store": B,  # bit p of State.store[r]
+}
+NODE_FIELDS = ("start", "dev", "host", "lock", "href", "hits", "lbp", "rel")
+_ids = itertools.count()
+
+
+class Paged:
+    def __init__(self, fields: Dict[str, Callable]):
+        self.f = dict(fields)
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["f"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def live(self, e):
+        return z3.And(self.f["cached"](e), self.f["own"](e) == e)
+
+    def update(self, **new: Callable) -> "Paged":
+        f = dict(self.f)
+        f.update(new)
+        return Paged(f)
+
+    def set_node(self, where: Callable, **values: Callable) -> "Paged":
+        """Node fields: ``values[name](e)`` at every node e with ``where(e)``."""
+        new = {}
+        for name, val in values.items():
+            old = self.f[name]
+            new[name] = (lambda old, val: lambda e: z3.If(where(e), val(e), old(e)))(old, val)
+        return self.update(**new)
+
+    def named(self, tag: str, facts: List) -> "Paged":
+        """Every field as a fresh function, defined equal to its term (facts)."""
+        out = {}
+        uid = next(_ids)
+        for name, sort in PAGE_FIELDS.items():
+            fn = z3.Function(f"{tag}.{name}!{uid}", PageSort, sort)
+            facts.append(forall(lambda p, fn=fn, old=self.f[name]: fn(p) == old(p)))
+            out[name] = fn
+        return Paged(out)
+
+
+def symbolic(name: str) -> Paged:
+    return Paged({n: z3.Function(f"{name}.{n}", PageSort, s) for n, s in PAGE_FIELDS.items()})
+
+
+# --- concrete states (agreement tests, counterexamples) -------------------------------
+
+
+def from_rank(rs, store_mask: int, pages: List) -> List:
+    """Facts fixing a symbolic view to a spec RankState over closed page constants
+    (proofs.forest.Forest.closed); returns (view, facts)."""
+    v = symbolic(f"conc{next(_ids)}")
+    facts = []
+    for p, c in enumerate(pages):
+        o = rs.owner[p]
+        facts.append(v.cached(c) == (o >= 0))
+        if o >= 0:
+            facts.append(v.own(c) == pages[o])
+        facts.append(v.durable(c) == bool(rs.durable >> p & 1))
+        facts.append(v.store(c) == bool(store_mask >> p & 1))
+        n = rs.nodes[p]
+        if n is not None:
+            facts.append(v.start(c) == pages[n.start])
+            for fld in NODE_FIELDS[1:]:
+                facts.append(getattr(v, fld)(c) == getattr(n, fld))
+    return v, facts
+
+
+def read_rank(model, v: Paged, order) -> dict:
+    """A finite model's view as plain values per page index (``order``: the page
+    elements in preorder, proofs.forest.Forest.parent_array)."""
+    idx = {str(x): i for i, x in enumerate(order)}
+    val = lambda t: model.eval(t, model_completion=True)
+
+    def pv(t):
+        x = val(t)
+        if z3.is_true(x):
+            return True
+        if z3.is_false(x):
+            return False
+        if x.sort() == PageSort:
+            return idx.get(str(x), -1)
+        return x.as_long()
+
+    out = {}
+    for name in PAGE_FIELDS:
+        out[name] = [pv(getattr(v, name)(x)) for x in order]
+    return out
+
+
+def values_to_rank(vals: dict):
+    """Per-page values (read_rank) as a spec RankState tree (queues and pools empty:
+    the unbounded encoding does not hold them)."""
+    from ..spec.state import Node, RankState
+
+    k = len(vals["cached"])
+    owner = tuple(vals["own"][p] if vals["cached"][p] else -1 for p in range(k))
+    nodes = tuple(
+        Node(vals["start"][e], *(vals[f][e] for f in NODE_FIELDS[1:])) if owner[e] == e else None
+        for e in range(k)
+    )
+    return RankState(owner=owner, nodes=nodes, dev_free=0, host_free=0,
+                     durable=sum(1 << p for p in range(k) if vals["durable"][p]))

@@ -1,0 +1,138 @@
+"""Proofs for forests of any size (proofs.forest, proofs.epr_*): the forest axioms, the
+unbounded invariants' agreement with the spec and the bounded encoding on reachable
+states, the unbounded actions admitting every explicit step, the obligations, and a
+variant caught with a finite counterexample."""
+
+import random
+
+import pytest
+import z3
+
+from tiercheck.proofs.agreement import concrete_ctx, lift
+from tiercheck.proofs.epr_agreement import admits, invariant_values, transition_values
+from tiercheck.proofs.epr_obligations import COVERED_ACTIONS, prove_action
+from tiercheck.proofs.epr_properties import UPROPS
+from tiercheck.proofs.forest import Forest
+from tiercheck.proofs.formula import value
+from tiercheck.proofs.properties import PROPERTIES
+from tiercheck.proofs.strengthen import STRENGTHENING
+from tiercheck.spec.properties import BY_NAME as SPEC
+
+from .proof_helpers import model, walk
+
+# wt-1r runs by default; the others (duplicate reclaim, storage, prefetch) under -m slow
+MODELS = ["wt-1r"] + [pytest.param(n, marks=pytest.mark.slow) for n in ("wb-reclaim-2r", "wts-mirror-1r", "wt-prefetch-1r")]
+
+
+def _random_forest(rng, k):
+    parent = [-1]
+    for p in range(1, k):
+        parent.append(rng.choice([-1] + list(range(p))))
+    return parent
+
+
+def test_every_finite_forest_satisfies_the_axioms_and_reads_back():
+    rng = random.Random(7)
+    for k in (1, 2, 5, 8):
+        f = Forest()
+        parent = _random_forest(rng, k)
+        pages, facts = f.closed(parent)
+        sol = z3.Solver()
+        sol.add(*facts, *f.axioms())
+        assert sol.check() == z3.sat
+        order, back = f.parent_array(sol.model())
+        assert len(back) == k and back.count(-1) == parent.count(-1)
+        assert all(q < p for p, q in enumerate(back))  # preorder: parents first
+
+
+def test_the_axioms_reject_a_page_with_two_incomparable_parents():
+    f = Forest()
+    a, b, c = (z3.Const(n, z3.DeclareSort("Page")) for n in "abc")
+    sol = z3.Solver()
+    sol.add(*f.axioms(), f.le(a, c), f.le(b, c), z3.Not(f.le(a, b)), z3.Not(f.le(b, a)))
+    assert sol.check() == z3.unsat
+
+
+def _states(name, seeds=(1, 2), steps=25):
+    m = model(name)
+    out = []
+    for seed in seeds:
+        out += walk(m, seed, steps)[::4]
+    return m, out
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_unbounded_invariants_agree_with_spec_and_bounded_encoding(name):
+    m, states = _states(name)
+    ctx = concrete_ctx(m)
+    for s in states:
+        terms = lift(ctx, m, s)
+        for r in range(m.cfg.ranks):
+            got = invariant_values(m, s, r)
+            for n, v in got.items():
+                bounded = PROPERTIES.get(n) or STRENGTHENING[n]
+                parts = [p for p in bounded.fn(ctx, terms)]
+                assert v is True, (n, s)
+                assert value(ctx.space, parts) is True
+                if n in SPEC:
+                    assert not SPEC[n].fn(m, s)
+
+
+def test_unbounded_invariants_notice_a_broken_state():
+    m, states = _states("wt-1r")
+    s = next(x for x in states if any(n is not None for n in x.ranks[0].nodes))
+    rs = s.ranks[0]
+    e = next(i for i, n in enumerate(rs.nodes) if n is not None)
+    broken = s._replace(ranks=(rs._replace(nodes=tuple(
+        n._replace(dev=0, host=0, lock=-1) if i == e else n for i, n in enumerate(rs.nodes))),) + s.ranks[1:])
+    got = invariant_values(m, broken, 0)
+    assert got["no_ghost"] is False and got["counter_sanity"] is False
+    assert SPEC["no_ghost"].fn(m, broken) and SPEC["counter_sanity"].fn(m, broken)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_unbounded_actions_admit_every_explicit_step(name):
+    """Up to two explicit steps per covered action along random walks: each rank's part
+    is a behaviour of the unbounded encoding, and the unbounded transition properties
+    have the spec's values on it."""
+    m, states = _states(name, seeds=(3, 4, 5), steps=40)
+    seen = {}
+    for s in states:
+        for a in m.actions(s):
+            if a.name not in COVERED_ACTIONS or seen.get(a.name, 0) >= 2:
+                continue
+            t = m.next_state(s, a)
+            for r in range(m.cfg.ranks):
+                assert admits(m, s, a, t, r), (a, r)
+                vals = transition_values(m, s, a, t, r)
+                for n, v in vals.items():
+                    assert v == (not SPEC[n].fn(m, s, a, t)), (n, a)
+            seen[a.name] = seen.get(a.name, 0) + 1
+    assert "insert" in seen and len(seen) >= 3, seen
+
+
+def test_admits_notices_a_wrong_successor():
+    m, states = _states("wt-1r", seeds=(3, 4, 5), steps=40)
+    for s in states:
+        for a in m.actions(s):
+            if a.name == "evict":
+                # the pre-state is not evict's successor when evict changes something
+                t = m.next_state(s, a)
+                if t != s:
+                    assert not admits(m, s, a, s, 0)
+                    return
+    pytest.fail("no effective evict on the walk")
+
+
+def test_unbounded_obligations_prove_on_every_configuration():
+    for action in COVERED_ACTIONS:
+        results = prove_action(action)
+        assert results and all(r.status == "proved" and r.pages == "any" for r in results), results
+
+
+def test_reclaim_demote_leaf_fails_release_safety_with_a_finite_cti():
+    results = {r.target: r for r in prove_action("evict", variants=frozenset({"reclaim-demote-leaf"}))}
+    r = results["release_safety"]
+    assert r.status == "failed" and r.cti is not None
+    assert r.cti["forest"]["pages"] >= 2 and r.cti["pre"]["ranks"][0]["nodes"]
+    assert all(x.status == "proved" for n, x in results.items() if n != "release_safety")
