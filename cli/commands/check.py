@@ -54,6 +54,13 @@ def add_arguments(p):
     p.add_argument("--coverage", action="store_true", help="print how often each action was enabled and taken")
     p.add_argument("--all-violations", type=int_in(1, 1000), default=1, metavar="N", help="up to N distinct counterexamples per violated property")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="partition the states over a Dask cluster: local:N starts N worker processes here, or a "
+        "scheduler address (tcp://HOST:8786); same counts, verdicts and traces (safety properties; "
+        "needs the cluster extra)",
+    )
 
 
 def _progress(quiet):
@@ -82,6 +89,8 @@ def run(args) -> int:
         output_file(args.out, "--out")
     model = Model(mf.config)
     toml_text = model_file.dump(mf)
+    if args.cluster:
+        return _cluster(args, mf, model, props, toml_text)
     checker = Checker(
         model,
         props,
@@ -105,3 +114,18 @@ def run(args) -> int:
     return exits.OK
 
 
+
+
+def _cluster(args, mf, model, props, toml_text) -> int:
+    from tiercheck.models import cluster
+
+    for flag, value in (("--max-states", args.max_states or mf.max_states), ("--time-limit", args.time_limit),
+                        ("--workers", args.workers), ("--symmetry", args.symmetry)):
+        if value:
+            raise UserError(f"--cluster explores every state in full: drop {flag} (or [check] in the model file)")
+    if mf.symmetry and args.symmetry is None:
+        raise UserError("--cluster explores every state: the model file asks for symmetry, add --no-symmetry")
+    res = cluster.run(model, props, args.cluster, args.all_violations)
+    check_report.summary(mf, model, res, props, args.coverage, sys.stdout)
+    check_report.counterexamples(model, res, toml_text, args.out, sys.stdout)
+    return exits.FOUND if res.violations else exits.OK
