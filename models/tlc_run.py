@@ -4,7 +4,9 @@ and reading its verdict and counts from its console output."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import resource
 import shutil
 import subprocess
 import time
@@ -27,6 +29,11 @@ class TlcResult:
     violated: List[str] = field(default_factory=list)  # invariant/property names reported
     wall: float = 0.0  # whole process (JVM start, parsing, search)
     search: float = 0.0  # from "Computing initial states..." to exit
+    # CPU seconds (user + system, all JVM threads): the whole process, and from "Computing
+    # initial states..." to exit (None where /proc is missing). On a shared machine these
+    # vary far less with the load than the wall times.
+    cpu: float = 0.0
+    search_cpu: Optional[float] = None
     returncode: int = 0
     output: str = ""
 
@@ -59,12 +66,15 @@ def run_tlc(model_dir, workers: int = 2, timeout: Optional[float] = None, module
     res = TlcResult()
     t0 = time.monotonic()
     t_search = None
+    cpu_start = None
     lines = []
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         for line in proc.stdout:
             if t_search is None and _START in line:
                 t_search = time.monotonic()
+                cpu_start = _proc_cpu(proc.pid)
             lines.append(line)
             if timeout is not None and time.monotonic() - t0 > timeout:
                 proc.kill()
@@ -75,6 +85,10 @@ def run_tlc(model_dir, workers: int = 2, timeout: Optional[float] = None, module
             proc.kill()
             proc.wait()
     end = time.monotonic()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res.cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if cpu_start is not None:
+        res.search_cpu = res.cpu - cpu_start
     res.wall = end - t0
     res.search = end - (t_search or t0)
     res.output = "".join(lines)
@@ -84,3 +98,13 @@ def run_tlc(model_dir, workers: int = 2, timeout: Optional[float] = None, module
     res.violated = re.findall(r"Invariant (\w+) is violated", res.output)
     res.violated += re.findall(r"Action property (\w+) is violated", res.output)
     return res
+
+
+def _proc_cpu(pid: int) -> Optional[float]:
+    """CPU seconds (user + system) process ``pid`` has used so far, from /proc (Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None

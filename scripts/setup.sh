@@ -36,7 +36,7 @@ case "${TIERCHECK_TORCH:-cpu}" in
 esac
 
 if [ -n "${TIERCHECK_FROM:-}" ]; then
-  pip_install "${TIERCHECK_FROM}[mooncake,tla,test]"
+  pip_install "${TIERCHECK_FROM}[mooncake,tla,cluster,test]"
 else
-  pip_install -e ".[mooncake,tla,test]"
+  pip_install -e ".[mooncake,tla,cluster,test]"
 fi

@@ -54,25 +54,24 @@ MinOver(f) == Min({f[r] : r \in RankIds})
 (* insert (spec/write_path.py).                                            *)
 
 \* The cached part of request req: per node << end, pages matched, split page or -1 >>.
-MatchLen(np, path, pos) ==
-    Max({k \in 0 .. Min2(Len(np), Len(path) - pos) : \A i \in 1 .. k : np[i] = path[pos + i]})
-
-RECURSIVE WalkFrom(_, _, _)
-WalkFrom(rs, path, pos) ==
-    IF pos >= Len(path) \/ rs.owner[path[pos + 1]] < 0 THEN << >>
-    ELSE LET e == rs.owner[path[pos + 1]]
-             np == Chain(rs.nodes[e].start, e)
-             k == MatchLen(np, path, pos)
-         IN  << [end |-> e, k |-> k, split |-> IF k < Len(np) THEN np[k] ELSE -1] >>
-             \o WalkFrom(rs, path, pos + k)
-Walk(rs, req) == WalkFrom(rs, ReqPages[req], 0)
+\* The walk from the root meets each node at the first page of its run on the path
+\* and matches the run; a node whose run stops short of its end is split there (only
+\* the last one can be: a node's inner pages have no other children).
+Walk(rs, req) ==
+    LET path == ReqPages[req]
+        m == MatchedPrefix(rs, req)
+        starts == SelectSeq([j \in 1 .. m |-> j],
+                            LAMBDA j : j = 1 \/ rs.owner[path[j]] # rs.owner[path[j - 1]])
+    IN  [i \in 1 .. Len(starts) |->
+            LET e == rs.owner[path[starts[i]]]
+                k == Cardinality({j \in 1 .. m : rs.owner[path[j]] = e})
+            IN  [end |-> e, k |-> k, split |-> IF k < NodeLen(rs, e) THEN path[starts[i] + k - 1] ELSE -1]]
 
 \* Device pages insert(req) allocates: un-evicted nodes plus the new leaf.
 InsertDeviceNeed(rs, req) ==
-    LET w == Walk(rs, req)
-        need == SumSeq([i \in DOMAIN w |-> IF rs.nodes[w[i].end].dev = ABSENT THEN w[i].k ELSE 0])
-        covered == SumSeq([i \in DOMAIN w |-> w[i].k])
-    IN  need + Len(ReqPages[req]) - covered
+    LET path == ReqPages[req]
+        m == MatchedPrefix(rs, req)
+    IN  Cardinality({j \in 1 .. m : rs.nodes[rs.owner[path[j]]].dev = ABSENT}) + Len(path) - m
 
 \* _inc_hit_count: << rank state, nodes to write >>; write-through stages a node
 \* on its threshold-th hit unless it is fully durable (anti-churn, seed 000).
@@ -260,12 +259,15 @@ VictimKey(rs, remaining, e) ==
     LET gain == Min2(NodeLen(rs, e), remaining) IN
     IF Has("planner-local-tiebreak") THEN << -gain, ClockPos(rs, e), e >> ELSE << -gain, e >>
 
+\* Lexicographic order on integer tuples of one length.
+KeyLess(a, b) == \E i \in DOMAIN a : a[i] < b[i] /\ \A j \in 1 .. i - 1 : a[j] = b[j]
+
 RECURSIVE PickVictims(_, _, _, _)
 PickVictims(rs, cands, remaining, victims) ==
     IF remaining <= 0 THEN victims
     ELSE IF cands = {} THEN << >>
     ELSE LET best == CHOOSE b \in cands : \A c \in cands \ {b} :
-                         LexLess(VictimKey(rs, remaining, b), VictimKey(rs, remaining, c))
+                         KeyLess(VictimKey(rs, remaining, b), VictimKey(rs, remaining, c))
          IN  PickVictims(rs, cands \ {best}, remaining - NodeLen(rs, best), Append(victims, best))
 
 \* Victims (in order) that free `need` device pages, or << >> if impossible.
@@ -304,11 +306,12 @@ local_access(r, e) ==
 -----------------------------------------------------------------------------
 (* load_back, the H->D copy, loading_check (spec/load_path.py).            *)
 
-\* The evicted chain from e up to the first resident ancestor, top-down.
-RECURSIVE NodesToLoad(_, _)
+\* The evicted chain from e up to the first resident ancestor, top-down (e live).
 NodesToLoad(rs, e) ==
-    IF e < 0 \/ rs.nodes[e].dev # ABSENT THEN << >>
-    ELSE NodesToLoad(rs, ParentNode(rs, e)) \o << e >>
+    LET ends == PathEnds(rs, e)
+        n == Len(ends)
+        top == {i \in 1 .. n : \A j \in i .. n : rs.nodes[ends[j]].dev = ABSENT}
+    IN  IF top = {} THEN << >> ELSE SubSeq(ends, Min(top), n)
 
 LoadBackOnRank(rs0, e) ==
     LET chain == NodesToLoad(rs0, e)
@@ -615,20 +618,21 @@ ReplicatedStep ==
     \/ \E req \in Reqs, fail \in FailSets : insert(req, fail)
     \/ \E e \in Pages, fail \in (IF WriteBack THEN FailSets ELSE {{}}) : evict(e, fail)
     \/ \E e \in Pages : load_back(e)
-    \/ \E req \in Reqs, fail \in FailSets : prefetch_from_storage(req, fail)
+    \/ Prefetch /\ Storage /\ \E req \in Reqs, fail \in FailSets : prefetch_from_storage(req, fail)
 
 OtherStep ==
     \/ \E r \in RankIds : write_dma_done(r)
     \/ writing_check
     \/ \E r \in RankIds : load_dma_done(r)
     \/ loading_check
-    \/ \E r \in RankIds, k \in 0 .. Len(PagePaths) : storage_backup_done(r, k)
+    \/ \E r \in RankIds : Len(ranks[r].sdone) < Len(ranks[r].sq)
+                         /\ \E k \in 0 .. Len(BackupPages(r)) : storage_backup_done(r, k)
     \/ drain_storage_control_queues
     \/ \E r \in RankIds : \E i \in 1 .. Len(ranks[r].pq) : prefetch_io(r, i)
     \/ \E i \in 1 .. Len(ranks[0].pq) : check_prefetch_progress(i)
-    \/ \E r \in RankIds, p \in Pages : store_lose(r, p)
-    \/ \E r \in RankIds : registry_skew(r)
-    \/ \E r \in RankIds, e \in Pages : local_access(r, e)
+    \/ Fault("store_loss") /\ \E r \in RankIds, p \in Pages : store_lose(r, p)
+    \/ Fault("registry_skew") /\ \E r \in RankIds : registry_skew(r)
+    \/ CpPlanner /\ \E r \in RankIds, e \in Pages : local_access(r, e)
 
 Next ==
     /\ InBounds
@@ -726,8 +730,9 @@ ReleaseOk(rs, rt, e) ==
                  LET d == rs.dups[i] IN
                  d # e /\ Live(rt, d) /\ CanReclaimDuplicate(rt, d) /\ ~IsDeviceLeaf(rs, d)
 
+\* (TLC checks these on every step: a rank whose nodes the step left alone passes at once.)
 ReleaseStep ==
-    \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
+    \A r \in RankIds : ranks'[r].nodes = ranks[r].nodes \/ \A e \in LiveNodes(ranks[r]) :
         (/\ Live(ranks'[r], e)
          /\ ranks[r].nodes[e].host = HOST_RESIDENT
          /\ ranks'[r].nodes[e].host = ABSENT
@@ -737,7 +742,7 @@ release_safety == [][ReleaseStep]_vars
 
 \* 7. a locked node keeps its device copy
 LockedStep ==
-    \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
+    \A r \in RankIds : ranks'[r].nodes = ranks[r].nodes \/ \A e \in LiveNodes(ranks[r]) :
         (ranks[r].nodes[e].lock > 0 /\ ranks[r].nodes[e].dev = RESIDENT)
             => (Live(ranks'[r], e) /\ ranks'[r].nodes[e].dev # ABSENT)
 

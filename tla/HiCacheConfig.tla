@@ -83,12 +83,13 @@ AncAt == TLCEval([p \in Pages |-> TLCEval([d \in 1 .. Depth(p) |-> PageOf(SubSeq
 ReqPages == TLCEval([i \in Reqs |-> TLCEval([j \in 1 .. Len(Requests[i + 1]) |-> PageOf(SubSeq(Requests[i + 1], 1, j))])])
 
 \* Pages from start down to end inclusive (start is an ancestor-or-self of end).
-ChainT == TLCEval([se \in Pages \X Pages |->
-             LET s == se[1]  e == se[2]  IN
+\* (Nested over the interval Pages, not over Pages \X Pages: TLC looks an interval
+\* domain up by offset, a set of tuples by search.)
+ChainT == TLCEval([s \in Pages |-> TLCEval([e \in Pages |->
              IF Depth(s) <= Depth(e) /\ AncAt[e][Depth(s)] = s
              THEN TLCEval([i \in 1 .. Depth(e) - Depth(s) + 1 |-> AncAt[e][Depth(s) + i - 1]])
-             ELSE << >>])
-Chain(s, e) == ChainT[<< s, e >>]
+             ELSE << >>])])
+Chain(s, e) == ChainT[s][e]
 
 -----------------------------------------------------------------------------
 (* Derived switches (spec/config.py properties, spec/sync.py).             *)

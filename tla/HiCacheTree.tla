@@ -37,26 +37,32 @@ LiveNodes(rs) == {e \in Pages : Live(rs, e)}
 NodePages(rs, e) == Chain(rs.nodes[e].start, e)
 NodeLen(rs, e) == Depth(e) - Depth(rs.nodes[e].start) + 1
 
-ParentNode(rs, e) ==
-    LET above == Parent[rs.nodes[e].start] IN IF above >= 0 THEN rs.owner[above] ELSE -1
-
 ChildNodes(rs, e) == {rs.owner[c] : c \in {c \in Children[e] : rs.owner[c] >= 0}}
 
-RECURSIVE PathToRoot(_, _)
-PathToRoot(rs, e) == IF e < 0 THEN {} ELSE {e} \cup PathToRoot(rs, ParentNode(rs, e))
+\* The tree walks of spec/state.py follow parent and child pointers.  Here they read
+\* the constant page tree instead (no recursion): the tree is prefix-closed (a node
+\* is only ever added under a cached page and removed with its subtree), a node is
+\* named by its end page, and a node's inner pages have no other children, so the
+\* nodes above e are the owners of e's ancestor pages, and their ends lie on e's path.
 
-RECURSIVE Subtree(_, _)
-Subtree(rs, e) == {e} \cup UNION {Subtree(rs, c) : c \in ChildNodes(rs, e)}
+\* inc_lock_ref's walk: e's node and every node above it.
+PathToRoot(rs, e) == IF e < 0 THEN {} ELSE {rs.owner[AncAt[e][d]] : d \in 1 .. Depth(e)}
 
-\* Ends of the nodes holding pages of the chain start..end, deduplicated, top-down.
-RECURSIVE CoverFrom(_, _, _)
-CoverFrom(rs, ps, acc) ==
-    IF ps = << >> THEN acc
-    ELSE LET o == rs.owner[Head(ps)]
-         IN  CoverFrom(rs, Tail(ps), IF o >= 0 /\ ~InSeq(o, acc) THEN Append(acc, o) ELSE acc)
-NodesCovering(rs, s, e) == CoverFrom(rs, Chain(s, e), << >>)
+\* The nodes on e's path, top-down (their end pages).
+PathEnds(rs, e) == SelectSeq(AncAt[e], LAMBDA p : rs.owner[p] = p)
 
-AllDurable(rs, e) == Range(NodePages(rs, e)) \subseteq rs.durable
+\* e's node and every node below it.
+Subtree(rs, e) == {x \in Pages : Live(rs, x) /\ Depth(x) >= Depth(e) /\ AncAt[x][Depth(e)] = e}
+
+\* Ends of the nodes holding pages of the chain start..end, deduplicated, top-down:
+\* a node's pages are consecutive in the chain, so it is named where its run starts.
+NodesCovering(rs, s, e) ==
+    LET ch == Chain(s, e)
+        at == SelectSeq([i \in 1 .. Len(ch) |-> i],
+                        LAMBDA i : rs.owner[ch[i]] >= 0 /\ (i = 1 \/ rs.owner[ch[i]] # rs.owner[ch[i - 1]]))
+    IN  [j \in 1 .. Len(at) |-> rs.owner[ch[at[j]]]]
+
+AllDurable(rs, e) == \A p \in Range(NodePages(rs, e)) : p \in rs.durable
 
 \* In evictable_leaves: resident, unlocked, no child holds a device copy.
 IsDeviceLeaf(rs, e) ==
@@ -76,14 +82,12 @@ IsHostLeaf(rs, e) ==
 \* How many leading pages of request req are cached.
 MatchedPrefix(rs, req) ==
     LET path == ReqPages[req]
-    IN  Max({k \in 0 .. Len(path) : \A i \in 1 .. k : rs.owner[path[i]] >= 0})
+        miss == {i \in 1 .. Len(path) : rs.owner[path[i]] < 0}
+    IN  IF miss = {} THEN Len(path) ELSE Min(miss) - 1
 
-SumLen(rs, es) == SumSeq([i \in DOMAIN es |-> NodeLen(rs, es[i])])
-
-RECURSIVE SumLenSet(_, _)
-SumLenSet(rs, S) ==
-    IF S = {} THEN 0
-    ELSE LET e == Min(S) IN NodeLen(rs, e) + SumLenSet(rs, S \ {e})
+\* The pages of a set of live nodes (every page has at most one owner).
+SumLenSet(rs, S) == Cardinality({p \in Pages : rs.owner[p] \in S})
+SumLen(rs, es) == SumLenSet(rs, Range(es))   \* es: distinct live nodes
 
 -----------------------------------------------------------------------------
 (* Structural edits (spec/tree.py).                                        *)
@@ -140,11 +144,14 @@ FreeNodeHost(rs, e) ==
 
 Mult == 1000003
 
-RECURSIVE MulMod(_, _, _)
-MulMod(a, b, m) ==
+RECURSIVE MulModBits(_, _, _)
+MulModBits(a, b, m) ==
     IF b = 0 THEN 0
-    ELSE LET h == MulMod(a, b \div 2, m)
+    ELSE LET h == MulModBits(a, b \div 2, m)
          IN  (((2 * h) % m) + (IF b % 2 = 1 THEN a ELSE 0)) % m
+
+\* a * b % m for 0 <= a, b < m: directly while m * m fits in 31 bits.
+MulMod(a, b, m) == IF m <= 46340 THEN (a * b) % m ELSE MulModBits(a, b, m)
 
 Wrap(x) ==   \* two's-complement wrap to a signed DigestBits-wide integer
     LET m == 2 ^ DigestBits  y == x % m IN IF y >= m \div 2 THEN y - m ELSE y

@@ -27,7 +27,7 @@ MAX_WORKERS = 256
 MAX_WALKS = 10**9
 MAX_DEPTH = 10**6
 # Flags of the exhaustive search that mean nothing to a simulation.
-_SEARCH_ONLY = (("workers", "--workers"), ("max_states", "--max-states"), ("max_memory", "--max-memory"), ("symmetry", "--symmetry"))
+_SEARCH_ONLY = (("workers", "--workers"), ("max_states", "--max-states"), ("max_memory", "--max-memory"), ("symmetry", "--symmetry"), ("cluster", "--cluster"))
 
 
 def add_arguments(p):
@@ -70,6 +70,12 @@ def add_arguments(p):
     sim.add_argument("--depth", type=int_in(1, MAX_DEPTH), metavar="D", help="steps per walk at most (default 100)")
     sim.add_argument("--seed", type=int_in(0, 2**63 - 1), metavar="S", help="random seed (default: drawn and printed); a run is reproducible from it")
     sim.add_argument("--no-swarm", action="store_true", help="every walk may take every action (default: each walk a random subset)")
+        "--cluster",
+        metavar="ADDRESS",
+        help="partition the states over a Dask cluster: local:N starts N worker processes here, or a "
+        "scheduler address (tcp://HOST:8786); same counts, verdicts and traces (safety properties; "
+        "needs the cluster extra)",
+    )
 
 
 def _progress(quiet):
@@ -108,6 +114,8 @@ def run(args) -> int:
         return _simulate(args, mf, props)
     model = Model(mf.config)
     toml_text = model_file.dump(mf)
+    if args.cluster:
+        return _cluster(args, mf, model, props, toml_text)
     checker = Checker(
         model,
         props,
@@ -159,3 +167,16 @@ def _simulate(args, mf, props) -> int:
         return exits.FOUND
     print(f"inconclusive: random walks found no violation (seed {seed}; exit {exits.INCONCLUSIVE})", file=sys.stderr)
     return exits.INCONCLUSIVE
+def _cluster(args, mf, model, props, toml_text) -> int:
+    from tiercheck.models import cluster
+
+    for flag, value in (("--max-states", args.max_states or mf.max_states), ("--time-limit", args.time_limit),
+                        ("--workers", args.workers), ("--symmetry", args.symmetry)):
+        if value:
+            raise UserError(f"--cluster explores every state in full: drop {flag} (or [check] in the model file)")
+    if mf.symmetry and args.symmetry is None:
+        raise UserError("--cluster explores every state: the model file asks for symmetry, add --no-symmetry")
+    res = cluster.run(model, props, args.cluster, args.all_violations)
+    check_report.summary(mf, model, res, props, args.coverage, sys.stdout)
+    check_report.counterexamples(model, res, toml_text, args.out, sys.stdout)
+    return exits.FOUND if res.violations else exits.OK

@@ -25,6 +25,8 @@ def test_tlc_equals_tiercheck_on_a_small_model(tmp_path):
     res = _tlc(tmp_path, "wt-1r", props)
     assert res.ok, res.output[-3000:]
     assert res.distinct == want == 99
+    # CPU seconds for the benchmark (Linux: the search part read from /proc).
+    assert res.search_cpu is not None and 0 < res.search_cpu <= res.cpu
 
 
 @pytest.mark.slow
