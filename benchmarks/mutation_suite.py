@@ -6,7 +6,8 @@ The suite is a list of units, run in order until the first disagreement:
     deterministic whatever the machine's load (``--budget SECONDS`` runs the
     time-budgeted campaign as one unit instead);
   - every trace of every shipped generated tour (tests/generated/*/tour.json) replayed on
-    the reference, one unit each.
+    the reference, one unit each; and the first traces of the two-rank tours on the gloo
+    backend (real rank processes).
 Not the unit tests. Exit 0: conforms; 1: a disagreement (the mutant is killed).
 
 Test selection (``--select MAP``): ``--map MAP`` runs the suite once on the unmutated
@@ -26,7 +27,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -42,14 +45,22 @@ TOURS = ROOT / "tests" / "generated"
 MUTATED = ("impl/hicache", "impl/transfer.py")  # the files a map traces
 
 
-def tour_units():
+# The gloo backend (one process per rank, torch.distributed collectives) on the first
+# traces of the two-rank tours: the same steps through GlooHiCache's transport.
+GLOO_TOURS = ("wt-2r", "wt-alloc-2r", "cp-planner-2r")
+GLOO_TRACES = 3
+
+
+def tour_units(backend: str = "lockstep", tours=None, first=None):
     """(name, run) per shipped tour trace; run() -> True when the reference agrees."""
     out = []
     for path in sorted(TOURS.glob("*/tour.json")):
+        if tours is not None and path.parent.name not in tours:
+            continue
         mf, traces = load_tour(path)
-        for k, (actions, probes) in enumerate(traces):
-            def run(cfg=mf.config, actions=actions, probes=probes, where=f"{path.parent.name} trace {k}"):
-                driver = driver_factory("reference", cfg)()
+        for k, (actions, probes) in enumerate(traces[:first]):
+            def run(cfg=mf.config, actions=actions, probes=probes, where=f"{path.parent.name} trace {k} ({backend})"):
+                driver = driver_factory("reference", cfg, backend=backend)()
                 try:
                     mm = replay(driver, actions, expect_disabled=probes).mismatch
                 finally:
@@ -57,7 +68,7 @@ def tour_units():
                 if mm is not None:
                     print(f"{where}: {mm.message}")
                 return mm is None
-            out.append((f"tour {path.parent.name} {k}", run))
+            out.append((f"tour {path.parent.name} {k}" + ("" if backend == "lockstep" else f" {backend}"), run))
     return out
 
 
@@ -95,7 +106,7 @@ def units(args):
     out = []
     if not args.tours_only:
         out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
-    return out + tour_units()
+    return out + tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES)
 
 
 # -- test selection ------------------------------------------------------------------------
@@ -110,11 +121,14 @@ def mutated_files():
 
 
 class LineTracer:
-    """Lines of ``files`` executed on every thread, into ``self.hits`` (swap it to split)."""
+    """Lines of ``files`` executed on every thread, into ``self.hits`` (swap it to split),
+    including forked rank processes (gloo): each writes its lines to ``child_dir`` as it
+    exits, and ``collect()`` merges them."""
 
-    def __init__(self, files):
+    def __init__(self, files, child_dir: Path):
         self.files = files
         self.hits = defaultdict(set)
+        self.child_dir = child_dir
 
     def _local(self, frame, event, _arg):
         if event == "line":
@@ -127,7 +141,21 @@ class LineTracer:
             return self._local
         return None
 
+    def _in_child(self):
+        # A forked rank process leaves through os._exit (multiprocessing), past atexit.
+        self.hits = defaultdict(set)
+        exit_now = os._exit
+
+        def dump_then_exit(code):
+            sys.settrace(None)
+            path = self.child_dir / f"{os.getpid()}.json"
+            path.write_text(json.dumps({f: sorted(v) for f, v in self.hits.items()}))
+            exit_now(code)
+
+        os._exit = dump_then_exit
+
     def start(self):
+        os.register_at_fork(after_in_child=self._in_child)
         threading.settrace(self._global)
         sys.settrace(self._global)
 
@@ -135,17 +163,26 @@ class LineTracer:
         sys.settrace(None)
         threading.settrace(None)
 
+    def collect(self) -> dict:
+        """This process's lines since the last call, with those of rank processes that exited."""
+        out, self.hits = self.hits, defaultdict(set)
+        for path in sorted(self.child_dir.glob("*.json")):
+            for f, lines in json.loads(path.read_text()).items():
+                out[f].update(lines)
+            path.unlink()
+        return out
+
 
 def write_map(path: Path, args) -> int:
     files = mutated_files()
-    tracer = LineTracer(files)
+    tracer = LineTracer(files, Path(tempfile.mkdtemp(prefix="tiercheck-map-")))
     tracer.start()
     # Import everything the units import before splitting: module-level lines are the import's.
     import tiercheck.conformance.reference  # noqa: F401
     import tiercheck.impl.hicache.gloo  # noqa: F401
     import tiercheck.impl.transfer  # noqa: F401
     todo = units(args)
-    imported, tracer.hits = tracer.hits, defaultdict(set)
+    imported = tracer.collect()
     doc = {"import": {f: sorted(v) for f, v in imported.items()}, "units": [],
            "sources": {rel: Path(f).read_text() for f, rel in files.items()}}
     try:
@@ -153,8 +190,7 @@ def write_map(path: Path, args) -> int:
             t0 = time.perf_counter()
             ok = run()
             doc["units"].append({"name": name, "seconds": time.perf_counter() - t0,
-                                 "lines": {f: sorted(v) for f, v in tracer.hits.items()}})
-            tracer.hits = defaultdict(set)
+                                 "lines": {f: sorted(v) for f, v in tracer.collect().items()}})
             if not ok:
                 print("the suite fails on the unmutated code: no map written", file=sys.stderr)
                 return 1
