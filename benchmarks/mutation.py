@@ -1,35 +1,56 @@
 """Mutation score of the conformance suite, with cosmic-ray (the `bench` extra).
 
-Every mutant of the implementation (default: impl/hicache/ and impl/transfer.py) is run
-against the conformance suite (benchmarks/mutation_suite.py: the default campaign plus
-the shipped generated tours; not the unit tests). Prints killed / survived / equivalent
-per file, the survivors by file:line, and the score killed / (killed + survived), with
-equivalent mutants (judged by hand, listed in benchmarks/mutation_equivalent.txt as
-file:line:operator) left out.
+Mutants of the implementation (default: impl/hicache/ and impl/transfer.py) are run
+against the conformance suite (benchmarks/mutation_suite.py: a fixed-count default
+campaign plus the shipped generated tours; not the unit tests), one cosmic-ray session.
+Before any mutant runs, the session is classified without running anything:
+  - equivalent by rule: a mutant inside an annotation of a module with
+    ``from __future__ import annotations`` (never evaluated);
+  - needs CUDA: code only a CUDA device runs (benchmarks/mutation_needs_cuda.txt), left
+    out of a CPU run;
+  - not reached: a mutant on a line that no unit of the suite executes (the suite's line
+    map, mutation_suite.py --map, traced once on the unmutated code) cannot change what
+    the suite sees, so it is recorded as survived without running the suite.
+The rest (or a sample of ``--sample`` of them, stratified by file) runs through
+``cosmic-ray exec`` with ``--timeout`` seconds per mutant; each runs only the suite's
+units that execute its line (mutation_suite.py --select), cheapest first. The report
+prints killed / timed out / survived / not reached / equivalent per file, the survivors
+by file:line:operator and the score killed / (killed + survived); a timed-out mutant
+counts as killed (the suite did not pass). Equivalent mutants judged by hand are listed
+with their reason in benchmarks/mutation_equivalent.txt.
 
-cosmic-ray edits the files in place while it runs: use a clean checkout and do not run
-anything else from it meanwhile. A full run is hours (each mutant runs the suite):
+cosmic-ray edits the files in place while it runs: use a clean checkout whose editable
+install is the one this interpreter imports, and do not run anything else from it.
 
-    python benchmarks/mutation.py --budget 60                      # everything (nightly)
-    python benchmarks/mutation.py --module impl/transfer.py --sample 20 --seed 0 --budget 20
+    python benchmarks/mutation.py --sample 400 --seed 0 --session mut.sqlite   # a stratified sample
+    python benchmarks/mutation.py --session mut.sqlite                        # everything (hours)
+    python benchmarks/mutation.py --session mut.sqlite --report-only
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import json
 import random
 import subprocess
 import sys
 import tempfile
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+SUITE = Path(__file__).resolve().parent / "mutation_suite.py"
 EQUIVALENT = Path(__file__).resolve().parent / "mutation_equivalent.txt"
-# Code the CPU-only suite cannot reach (CUDA engines): FILE:FIRST-LAST per line. Its
-# mutants are left out of a run here and counted as "needs CUDA"; run it on a GPU machine.
+# Code the CPU-only suite cannot reach (CUDA engines): FILE:FIRST-LAST per line.
 NEEDS_CUDA = Path(__file__).resolve().parent / "mutation_needs_cuda.txt"
 DEFAULT_MODULES = ("impl/hicache", "impl/transfer.py")
+
+# Why a mutant did not run (the output of its SKIPPED or pre-set result).
+NOT_SAMPLED = "not sampled"
+CUDA = "needs CUDA"
+ANNOTATION = "equivalent: inside an annotation, never evaluated"
+NOT_REACHED = "not reached: no part of the suite executes this line"
 
 try:
     from cosmic_ray.work_db import WorkDB, use_db
@@ -44,14 +65,27 @@ def cosmic_ray() -> str:
     return str(here) if here.exists() else "cosmic-ray"
 
 
-def config(modules, budget: float, seed: int, timeout: float) -> str:
+def suite_argv(examples: int, seeds: int, budget) -> list:
+    if budget is not None:
+        return ["--budget", str(budget)]
+    return ["--examples", str(examples), "--seeds", str(seeds)]
+
+
+def map_path(session: Path) -> Path:
+    return session.with_name(session.name + ".map.json")
+
+
+def config(modules, argv, timeout: float, select=None) -> str:
+    """The session's cosmic-ray config; ``select``: the suite's line map (run only the
+    units that execute the mutated line)."""
     paths = ", ".join(f'"{m}"' for m in modules)
+    cmd = " ".join([sys.executable, "benchmarks/mutation_suite.py", *argv] + (["--select", str(select)] if select else []))
     return (
         "[cosmic-ray]\n"
         f"module-path = [{paths}]\n"
         f"timeout = {timeout}\n"
         "excluded-modules = []\n"
-        f'test-command = "{sys.executable} benchmarks/mutation_suite.py --budget {budget} --seed {seed}"\n\n'
+        f'test-command = "{cmd}"\n\n'
         '[cosmic-ray.distributor]\nname = "local"\n'
     )
 
@@ -72,19 +106,93 @@ def needs_cuda(m) -> bool:
     return any(f == rf and lo <= m.start_pos[0] <= hi for rf, lo, hi in _ranges(NEEDS_CUDA))
 
 
-def sample(db_path: Path, n, seed: int) -> int:
-    """Keep ``n`` random pending mutants (None: all) outside the CUDA-only code; mark the
-    rest skipped. Returns how many there were to draw from."""
+def annotation_spans(path: Path) -> list:
+    """((line, col), (end_line, end_col)) of every annotation in ``path``, if the module
+    defers them (``from __future__ import annotations``); else none (they run)."""
+    tree = ast.parse((ROOT / path).read_text())
+    deferred = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
+                   and any(a.name == "annotations" for a in n.names) for n in tree.body)
+    if not deferred:
+        return []
+    spans = []
+    for n in ast.walk(tree):
+        ann = []
+        if isinstance(n, ast.arg):
+            ann = [n.annotation]
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            ann = [n.returns]
+        elif isinstance(n, ast.AnnAssign):
+            ann = [n.annotation]
+        spans += [((a.lineno, a.col_offset), (a.end_lineno, a.end_col_offset)) for a in ann if a is not None]
+    return spans
+
+
+def in_annotation(m, spans_of) -> bool:
+    f = Path(m.module_path).as_posix()
+    lo, hi = tuple(m.start_pos), tuple(m.end_pos)
+    return any(a <= lo and hi <= b for a, b in spans_of(f))
+
+
+def build_map(path: Path, argv) -> dict:
+    """Write the suite's per-unit line map of the unmutated code (mutation_suite.py --map)
+    and return file -> lines any unit (or the import) executes."""
+    subprocess.run([sys.executable, str(SUITE), *argv, "--map", str(path)], cwd=ROOT, check=True)
+    return reached_by(json.loads(path.read_text()))
+
+
+def reached_by(doc) -> dict:
+    out = defaultdict(set)
+    for part in [doc["import"]] + [u["lines"] for u in doc["units"]]:
+        for f, lines in part.items():
+            out[f].update(lines)
+    return out
+
+
+def classify(db_path: Path, reached: dict, n, seed: int) -> dict:
+    """Pre-set the results of mutants that need no run and draw the sample (stratified
+    by file, every file at least one, the rest in proportion) from the others. Returns
+    counts of each class over the whole session."""
+    spans_cache: dict = {}
+
+    def spans_of(f):
+        if f not in spans_cache:
+            spans_cache[f] = annotation_spans(Path(f))
+        return spans_cache[f]
+
+    counts = Counter()
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         items = sorted(db.pending_work_items, key=lambda w: w.job_id)
-        cuda = {w.job_id for w in items if needs_cuda(w.mutations[0]) and not torch_cuda()}
-        items_ok = [w for w in items if w.job_id not in cuda]
-        n = len(items_ok) if n is None else min(n, len(items_ok))
-        keep = set(w.job_id for w in random.Random(seed).sample(items_ok, n))
+        counts["total"] = len(items)
+        runnable = defaultdict(list)
         for w in items:
-            if w.job_id not in keep:
-                db.set_result(w.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
-        return len(items_ok)
+            m = w.mutations[0]
+            if needs_cuda(m) and not torch_cuda():
+                db.set_result(w.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=CUDA))
+                counts[CUDA] += 1
+            elif in_annotation(m, spans_of):
+                db.set_result(w.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=ANNOTATION))
+                counts[ANNOTATION] += 1
+            else:
+                runnable[Path(m.module_path).as_posix()].append(w)
+        pool = sum(len(v) for v in runnable.values())
+        counts["population"] = pool
+        rng = random.Random(seed)
+        keep = []
+        for f, ws in sorted(runnable.items()):
+            k = len(ws) if n is None else min(len(ws), max(1, round(n * len(ws) / pool)))
+            keep += rng.sample(ws, k)
+        keep_ids = {w.job_id for w in keep}
+        for f, ws in runnable.items():
+            for w in ws:
+                m = w.mutations[0]
+                if w.job_id not in keep_ids:
+                    db.set_result(w.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=NOT_SAMPLED))
+                elif m.start_pos[0] not in set(reached.get(f, ())):
+                    db.set_result(w.job_id, WorkResult(worker_outcome=WorkerOutcome.NORMAL,
+                                                       test_outcome=TestOutcome.SURVIVED, output=NOT_REACHED))
+                    counts[NOT_REACHED] += 1
+        counts["sampled"] = len(keep_ids)
+    return counts
 
 
 def torch_cuda() -> bool:
@@ -100,46 +208,61 @@ def equivalents() -> set:
     return {line for line in lines if line}
 
 
-def report(db_path: Path) -> int:
+COLUMNS = ("killed", "timed out", "survived", "not reached", "equivalent", "incompetent")
+
+
+def tally(db_path: Path):
+    """(per file Counter, survivors as file:line:operator, population Counter)."""
     eq = equivalents()
     per_file: dict = {}
     survivors = []
+    pop = Counter()
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         items = {w.job_id: w for w in db.work_items}
         for job_id, result in db.results:
-            if result.worker_outcome == WorkerOutcome.SKIPPED:
-                continue
             m = items[job_id].mutations[0]
-            where = f"{Path(m.module_path).as_posix()}:{m.start_pos[0]}"
+            f = Path(m.module_path).as_posix()
+            pop["total"] += 1
+            if result.worker_outcome == WorkerOutcome.SKIPPED:
+                pop[result.output or NOT_SAMPLED] += 1
+                continue
+            where = f"{f}:{m.start_pos[0]}"
             key = f"{where}:{m.operator_name}"
-            c = per_file.setdefault(Path(m.module_path).as_posix(), Counter())
+            c = per_file.setdefault(f, Counter())
             if key in eq or where in eq:
                 c["equivalent"] += 1
-            elif needs_cuda(m) and result.test_outcome == TestOutcome.SURVIVED:
-                c["needs CUDA"] += 1
             elif result.test_outcome == TestOutcome.SURVIVED:
-                c["survived"] += 1
-                survivors.append(key)
+                c["not reached" if result.output == NOT_REACHED else "survived"] += 1
+                survivors.append(key + (" (not reached)" if result.output == NOT_REACHED else ""))
             elif result.test_outcome == TestOutcome.INCOMPETENT:
                 c["incompetent"] += 1
+            elif result.output == "timeout":
+                c["timed out"] += 1
             else:
                 c["killed"] += 1
-    head = f"{'file':36} {'killed':>6} {'survived':>8} {'equivalent':>10} {'incompetent':>11} {'needs CUDA':>10}"
+    return per_file, survivors, pop
+
+
+def report(db_path: Path) -> int:
+    per_file, survivors, pop = tally(db_path)
+    head = f"{'file':32}" + "".join(f" {c:>11}" for c in COLUMNS)
     print(head)
     print("-" * len(head))
     tot = Counter()
     for f, c in sorted(per_file.items()):
         tot.update(c)
-        print(f"{f:36} {c['killed']:>6} {c['survived']:>8} {c['equivalent']:>10} {c['incompetent']:>11} "
-              f"{c['needs CUDA']:>10}")
-    scored = tot["killed"] + tot["survived"]
-    print(f"{'total':36} {tot['killed']:>6} {tot['survived']:>8} {tot['equivalent']:>10} {tot['incompetent']:>11} "
-          f"{tot['needs CUDA']:>10}")
+        print(f"{f:32}" + "".join(f" {c[k]:>11}" for k in COLUMNS))
+    print(f"{'total':32}" + "".join(f" {tot[k]:>11}" for k in COLUMNS))
+    print(f"\nmutants in the session: {pop['total']}; not run: {pop[ANNOTATION]} in annotations (equivalent), "
+          f"{pop[CUDA]} in CUDA-only code, {pop[NOT_SAMPLED]} not sampled")
+    killed = tot["killed"] + tot["timed out"]
+    scored = killed + tot["survived"] + tot["not reached"]
     if scored:
-        print(f"\nscore: {tot['killed']}/{scored} = {100 * tot['killed'] / scored:.1f}% of non-equivalent mutants killed")
+        print(f"score: {killed}/{scored} = {100 * killed / scored:.1f}% of non-equivalent mutants killed "
+              f"(timed out counts as killed; not reached as survived)")
     if survivors:
         print("\nsurvivors (file:line:operator):")
-        for s in sorted(survivors):
+        for s in sorted(survivors, key=lambda k: (k.split(":")[0], int(k.split(":")[1]), k)):
             print(f"  {s}")
     return 0
 
@@ -148,22 +271,28 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--module", action="append", default=[], help="file or folder to mutate (default: %s)"
                     % ", ".join(DEFAULT_MODULES))
-    ap.add_argument("--budget", type=float, default=60.0, help="seconds of default campaign per mutant")
-    ap.add_argument("--sample", type=int, default=None, help="run only N mutants, drawn with --seed")
+    ap.add_argument("--examples", type=int, default=6, help="suite: examples per default model and seed")
+    ap.add_argument("--seeds", type=int, default=1, help="suite: seeds of the fixed-count campaign")
+    ap.add_argument("--budget", type=float, default=None, help="suite: a time-budgeted campaign instead (seconds)")
+    ap.add_argument("--sample", type=int, default=None, help="run about N mutants, stratified by file, drawn with --seed")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant before it counts as killed")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant before it counts as timed out")
     ap.add_argument("--session", default=None, help="session file to create or resume (default: a temporary one)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="tiercheck-mutation-"))
     session = Path(args.session) if args.session else work / "session.sqlite"
     if not args.report_only:
+        modules = args.module or DEFAULT_MODULES
+        sargv = suite_argv(args.examples, args.seeds, args.budget)
         cfg = work / "cosmic-ray.toml"
-        cfg.write_text(config(args.module or DEFAULT_MODULES, args.budget, args.seed, args.timeout))
+        lines_map = map_path(session)
+        cfg.write_text(config(modules, sargv, args.timeout, lines_map))
         if not session.exists():
+            reached = build_map(lines_map, sargv)
             subprocess.run([cosmic_ray(), "init", str(cfg), str(session)], cwd=ROOT, check=True)
-            total = sample(session, args.sample, args.seed)
-            print(f"running {min(args.sample or total, total)} of {total} mutants (seed {args.seed})", flush=True)
+            counts = classify(session, reached, args.sample, args.seed)
+            print(json.dumps(counts), flush=True)
         subprocess.run([cosmic_ray(), "exec", str(cfg), str(session)], cwd=ROOT, check=True)
     return report(session)
 

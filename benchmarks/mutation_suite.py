@@ -1,15 +1,38 @@
-"""The conformance suite as one test command, for mutation testing (benchmarks/mutation.py):
-the default campaign (`tiercheck conform --impl reference`, every default model) within
-a budget, then every shipped generated tour (tests/generated/*/tour.json) replayed on the
-reference implementation. Exit 0: conforms; 1: a disagreement (the mutant is killed).
+"""The conformance suite as one test command, for mutation testing (benchmarks/mutation.py).
 
-    python benchmarks/mutation_suite.py [--budget SECONDS] [--seed S] [--tours-only]
+The suite is a list of units, run in order until the first disagreement:
+  - the default campaign (`tiercheck conform --impl reference`): one unit per default
+    model and seed, ``--examples`` examples each, a fixed count, so a run is
+    deterministic whatever the machine's load (``--budget SECONDS`` runs the
+    time-budgeted campaign as one unit instead);
+  - every trace of every shipped generated tour (tests/generated/*/tour.json) replayed on
+    the reference, one unit each; and the first traces of the two-rank tours on the gloo
+    backend (real rank processes).
+Not the unit tests. Exit 0: conforms; 1: a disagreement (the mutant is killed).
+
+Test selection (``--select MAP``): ``--map MAP`` runs the suite once on the unmutated
+code under a line tracer and writes, per unit, the implementation lines it executes
+(lines run while importing count for every unit) and the sources. ``--select MAP`` then
+compares the sources with the map's, and runs only the units that execute a changed
+line, cheapest first: a unit that never executes the mutated line behaves exactly as on
+the unmutated code, which passes, so the verdict is the whole suite's. No unit: exit 0.
+
+    python benchmarks/mutation_suite.py [--examples N] [--seeds K] [--budget SECONDS] [--tours-only]
+    python benchmarks/mutation_suite.py --map MAP.json     # once, on the unmutated code
+    python benchmarks/mutation_suite.py --select MAP.json  # per mutant
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
+import os
 import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
 from pathlib import Path
 
 from tiercheck.conformance import defaults, machine
@@ -17,43 +40,213 @@ from tiercheck.conformance.adapters import driver_factory
 from tiercheck.conformance.generated import load_tour
 from tiercheck.conformance.runner import replay
 
-TOURS = Path(__file__).resolve().parent.parent / "tests" / "generated"
+ROOT = Path(__file__).resolve().parent.parent
+TOURS = ROOT / "tests" / "generated"
+MUTATED = ("impl/hicache", "impl/transfer.py")  # the files a map traces
 
 
-def tours_agree() -> bool:
+# The gloo backend (one process per rank, torch.distributed collectives) on the first
+# traces of the two-rank tours: the same steps through GlooHiCache's transport.
+GLOO_TOURS = ("wt-2r", "wt-alloc-2r", "cp-planner-2r")
+GLOO_TRACES = 3
+
+
+def tour_units(backend: str = "lockstep", tours=None, first=None):
+    """(name, run) per shipped tour trace; run() -> True when the reference agrees."""
+    out = []
     for path in sorted(TOURS.glob("*/tour.json")):
+        if tours is not None and path.parent.name not in tours:
+            continue
         mf, traces = load_tour(path)
-        for k, (actions, probes) in enumerate(traces):
-            driver = driver_factory("reference", mf.config)()
-            try:
-                mm = replay(driver, actions, expect_disabled=probes).mismatch
-            finally:
-                driver.close()
-            if mm is not None:
-                print(f"{path.parent.name} trace {k}: {mm.message}")
-                return False
-    return True
+        for k, (actions, probes) in enumerate(traces[:first]):
+            def run(cfg=mf.config, actions=actions, probes=probes, where=f"{path.parent.name} trace {k} ({backend})"):
+                driver = driver_factory("reference", cfg, backend=backend)()
+                try:
+                    mm = replay(driver, actions, expect_disabled=probes).mismatch
+                finally:
+                    driver.close()
+                if mm is not None:
+                    print(f"{where}: {mm.message}")
+                return mm is None
+            out.append((f"tour {path.parent.name} {k}" + ("" if backend == "lockstep" else f" {backend}"), run))
+    return out
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--budget", type=float, default=60.0)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--tours-only", action="store_true")
-    args = ap.parse_args(argv)
-    if not args.tours_only:
-        res = defaults.run_campaign(lambda cfg: driver_factory("reference", cfg), args.budget, seed=args.seed,
+def campaign_units(examples: int, seeds: int):
+    """(name, run) per default model and seed: ``examples`` examples and no time budget,
+    so the same examples on every run (they depend only on the spec and the seed until
+    the first disagreement). No shrinking: a kill only needs the verdict."""
+    out = []
+    for seed in range(seeds):
+        for label, mf in defaults.default_model_files():
+            def run(cfg=mf.config, label=label, seed=seed):
+                try:
+                    machine.run(driver_factory("reference", cfg), examples=examples, seed=seed, label=label,
+                                shrink_budget=0.0)
+                except machine.ConformanceFailure as exc:
+                    print(exc)
+                    return False
+                return True
+            out.append((f"campaign {label} seed {seed}", run))
+    return out
+
+
+def budget_unit(budget: float, seed: int):
+    def run():
+        res = defaults.run_campaign(lambda cfg: driver_factory("reference", cfg), budget, seed=seed,
                                     shrink_budget=5.0)
         failed = [r for r in res.values() if r.failure]
         if failed:
             print(failed[0].failure)
+        return not failed
+    return [(f"campaign budget {budget}", run)]
+
+
+def units(args):
+    out = []
+    if not args.tours_only:
+        out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
+    return out + tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES)
+
+
+# -- test selection ------------------------------------------------------------------------
+
+def mutated_files():
+    files = {}
+    for m in MUTATED:
+        p = ROOT / m
+        for f in (sorted(p.rglob("*.py")) if p.is_dir() else [p]):
+            files[str(f.resolve())] = f.relative_to(ROOT).as_posix()
+    return files
+
+
+class LineTracer:
+    """Lines of ``files`` executed on every thread, into ``self.hits`` (swap it to split),
+    including forked rank processes (gloo): each writes its lines to ``child_dir`` as it
+    exits, and ``collect()`` merges them."""
+
+    def __init__(self, files, child_dir: Path):
+        self.files = files
+        self.hits = defaultdict(set)
+        self.child_dir = child_dir
+
+    def _local(self, frame, event, _arg):
+        if event == "line":
+            self.hits[self.files[frame.f_code.co_filename]].add(frame.f_lineno)
+        return self._local
+
+    def _global(self, frame, event, _arg):
+        if event == "call" and frame.f_code.co_filename in self.files:
+            self.hits[self.files[frame.f_code.co_filename]].add(frame.f_lineno)
+            return self._local
+        return None
+
+    def _in_child(self):
+        # A forked rank process leaves through os._exit (multiprocessing), past atexit.
+        self.hits = defaultdict(set)
+        exit_now = os._exit
+
+        def dump_then_exit(code):
+            sys.settrace(None)
+            path = self.child_dir / f"{os.getpid()}.json"
+            path.write_text(json.dumps({f: sorted(v) for f, v in self.hits.items()}))
+            exit_now(code)
+
+        os._exit = dump_then_exit
+
+    def start(self):
+        os.register_at_fork(after_in_child=self._in_child)
+        threading.settrace(self._global)
+        sys.settrace(self._global)
+
+    def stop(self):
+        sys.settrace(None)
+        threading.settrace(None)
+
+    def collect(self) -> dict:
+        """This process's lines since the last call, with those of rank processes that exited."""
+        out, self.hits = self.hits, defaultdict(set)
+        for path in sorted(self.child_dir.glob("*.json")):
+            for f, lines in json.loads(path.read_text()).items():
+                out[f].update(lines)
+            path.unlink()
+        return out
+
+
+def write_map(path: Path, args) -> int:
+    files = mutated_files()
+    tracer = LineTracer(files, Path(tempfile.mkdtemp(prefix="tiercheck-map-")))
+    tracer.start()
+    # Import everything the units import before splitting: module-level lines are the import's.
+    import tiercheck.conformance.reference  # noqa: F401
+    import tiercheck.impl.hicache.gloo  # noqa: F401
+    import tiercheck.impl.transfer  # noqa: F401
+    todo = units(args)
+    imported = tracer.collect()
+    doc = {"import": {f: sorted(v) for f, v in imported.items()}, "units": [],
+           "sources": {rel: Path(f).read_text() for f, rel in files.items()}}
+    try:
+        for name, run in todo:
+            t0 = time.perf_counter()
+            ok = run()
+            doc["units"].append({"name": name, "seconds": time.perf_counter() - t0,
+                                 "lines": {f: sorted(v) for f, v in tracer.collect().items()}})
+            if not ok:
+                print("the suite fails on the unmutated code: no map written", file=sys.stderr)
+                return 1
+    finally:
+        tracer.stop()
+    path.write_text(json.dumps(doc))
+    return 0
+
+
+def changed_lines(sources) -> dict:
+    """file -> lines of the map's sources that differ from the files now."""
+    out = {}
+    for rel, old in sources.items():
+        new = (ROOT / rel).read_text()
+        if new == old:
+            continue
+        sm = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+        lines = set()
+        for tag, i1, i2, _j1, _j2 in sm.get_opcodes():
+            if tag != "equal":
+                lines.update(range(i1 + 1, max(i2, i1 + 1) + 1))
+        out[rel] = lines
+    return out
+
+
+def selected(doc, todo):
+    """The units that execute a changed line, cheapest first (all, if an import line changed)."""
+    changed = changed_lines(doc["sources"])
+    if any(set(doc["import"].get(f, ())) & ls for f, ls in changed.items()):
+        return todo
+    by_name = dict(todo)
+    hit = [u for u in doc["units"] if any(set(u["lines"].get(f, ())) & ls for f, ls in changed.items())]
+    return [(u["name"], by_name[u["name"]]) for u in sorted(hit, key=lambda u: u["seconds"]) if u["name"] in by_name]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--examples", type=int, default=6, help="examples per default model and seed (default 6)")
+    ap.add_argument("--seeds", type=int, default=1, help="seeds of the fixed-count campaign (default 1)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="run the time-budgeted default campaign for this many seconds instead")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the time-budgeted campaign")
+    ap.add_argument("--tours-only", action="store_true")
+    ap.add_argument("--map", type=Path, help="write the per-unit line map of the unmutated code here")
+    ap.add_argument("--select", type=Path, help="run only the units of this map that execute a changed line")
+    args = ap.parse_args(argv)
+    if args.map:
+        return write_map(args.map, args)
+    todo = units(args)
+    if args.select:
+        todo = selected(json.loads(args.select.read_text()), todo)
+    for _name, run in todo:
+        if not run():
             return 1
-    return 0 if tours_agree() else 1
+    return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except machine.ConformanceFailure as exc:  # pragma: no cover -- run_campaign catches these
-        print(exc)
-        sys.exit(1)
+    sys.exit(main())

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from tiercheck.impl.collective import CollectiveError
 from tiercheck.impl.hicache import FileStorage, HiCacheConfig, LockstepHiCache, ReplicaDivergenceError
+from tiercheck.impl.hicache import metrics as mt
 from tiercheck.impl.hicache.errors import DeviceFullError, ProtocolError
 from tiercheck.impl.kvdata import KVLayout
 from tiercheck.spec.model import Model
@@ -70,6 +71,7 @@ class ReferenceDriver:
             self.group = LockstepHiCache(conf, cfg.ranks, storage, timeout=timeout)
         self.hung = ""
         self.halted = ""
+        self._counters = [{} for _ in range(cfg.ranks)]  # each rank's metrics at the last verify
 
     def apply(self, action) -> None:
         if self.hung or self.halted:
@@ -95,7 +97,28 @@ class ReferenceDriver:
     def verify(self):
         if self.hung or self.halted:
             return []
-        return self.group.verify()
+        return self.group.verify() + self._metrics_problems()
+
+    def _metrics_problems(self) -> list:
+        """The metrics a rank exports against its own state: the host-pool gauges match
+        the host pool the snapshot shows, and every counter is a whole number of tokens
+        that never goes down."""
+        out = []
+        host_pages = self.group.cfg.host_pages
+        for r, (m, snap) in enumerate(zip(self.group.metrics(), self.group.snapshot(store=False))):
+            total = host_pages * LAYOUT.page_size
+            want = {mt.HOST_TOTAL: total, mt.HOST_USED: total - snap["host_free"] * LAYOUT.page_size}
+            for key, value in want.items():
+                if m.get(key) != value:
+                    out.append(f"rank {r}: metric {key} = {m.get(key)!r}, the host pool says {value}")
+            for key, value in m.items():
+                if key in want:
+                    continue
+                was = self._counters[r].get(key, 0)
+                if type(value) is not int or value < was:
+                    out.append(f"rank {r}: counter {key} = {value!r} (was {was})")
+            self._counters[r] = dict(m)
+        return out
 
     def close(self) -> None:
         try:

@@ -62,3 +62,27 @@ def test_lockstep_divergence_replays_on_real_gloo_ranks(tmp_path):
     # The ranks really diverged (not just a disagreement with the spec).
     actual = results["gloo"][2]
     assert actual.ranks[0].nodes != actual.ranks[1].nodes
+
+
+def test_reference_driver_checks_the_metrics_against_its_pools():
+    """The adapter's verify also checks each rank's metrics: the host-pool gauges against
+    the host pool, counters whole, never going down (a fault injected into one rank's
+    counters is reported, a correct run reports nothing)."""
+    cfg = model_file.load("wt-alloc-2r").config
+    driver = ReferenceDriver(cfg)
+    try:
+        s = driver.model.init_states()[0]
+        for _ in range(4):
+            a = driver.model.actions(s)[0]
+            s = driver.model.next_state(s, a)
+            driver.apply(a)
+            driver.state()
+            assert driver.verify() == []
+        counters = driver.group.ranks[1].metrics.counters
+        key = next(iter(counters))
+        counters[key] = counters[key] - 1
+        assert any(f"rank 1: counter {key}" in p for p in driver.verify())
+        counters[key] = float(counters[key] + 1)
+        assert any(f"rank 1: counter {key}" in p for p in driver.verify())
+    finally:
+        driver.close()

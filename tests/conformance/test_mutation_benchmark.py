@@ -1,6 +1,7 @@
 """The mutation benchmark's own machinery (needs the bench extra's cosmic-ray): a session
-is created, sampled with a seed outside the CUDA-only code, and reported. No mutant is
-run here (that is the benchmark: minutes per mutant)."""
+is classified (annotations equivalent, CUDA-only code left out, unreached lines survived
+without a run) and sampled with a seed, and reported; the suite's test selection picks
+the units that execute a changed line. No mutant is run here (that is the benchmark)."""
 
 from __future__ import annotations
 
@@ -15,24 +16,56 @@ pytest.importorskip("cosmic_ray")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("mutation_bench", ROOT / "benchmarks" / "mutation.py")
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def test_sample_skips_cuda_only_code_and_the_report_counts_nothing_run(tmp_path, capsys):
-    mb = _load()
+def test_classify_samples_outside_cuda_and_annotations_and_unreached_lines_survive(tmp_path, capsys):
+    mb = _load("mutation")
     if shutil.which(mb.cosmic_ray()) is None:
         pytest.skip("no cosmic-ray command")
     cfg, session = tmp_path / "cr.toml", tmp_path / "s.sqlite"
-    cfg.write_text(mb.config(["impl/transfer.py"], 1, 0, 60))
+    cfg.write_text(mb.config(["impl/transfer.py"], ["--examples", "1"], 60, tmp_path / "map.json"))
     subprocess.run([mb.cosmic_ray(), "init", str(cfg), str(session)], cwd=ROOT, check=True)
-    total = mb.sample(session, 3, seed=0)
+    counts = mb.classify(session, {"impl/transfer.py": []}, 3, seed=0)  # nothing reached
+    assert counts["sampled"] == 3 and counts["population"] > 3
+    assert counts[mb.ANNOTATION] > 0 and counts[mb.NOT_REACHED] == 3
+    assert counts[mb.CUDA] > 0 or mb.torch_cuda()
     with mb.use_db(str(session), mb.WorkDB.Mode.open) as db:
-        pending = list(db.pending_work_items)
-    assert len(pending) == 3 and total > 3
-    assert not any(mb.needs_cuda(w.mutations[0]) for w in pending) or mb.torch_cuda()
+        assert not list(db.pending_work_items)
     assert mb.report(session) == 0
-    assert "impl/transfer.py" not in capsys.readouterr().out  # only skipped results so far
+    out = capsys.readouterr().out
+    assert "score: 0/3 = 0.0%" in out and out.count("(not reached)") == 3
+
+
+def test_annotation_spans_only_where_annotations_are_deferred(tmp_path, monkeypatch):
+    mb = _load("mutation")
+    src = "def f(x: int | None) -> int | None:\n    return x | 1\n"
+    (tmp_path / "lazy.py").write_text("from __future__ import annotations\n" + src)
+    (tmp_path / "eager.py").write_text(src)
+    monkeypatch.setattr(mb, "ROOT", tmp_path)
+    assert mb.annotation_spans(Path("eager.py")) == []
+    spans = mb.annotation_spans(Path("lazy.py"))
+    assert ((2, 9), (2, 19)) in spans and ((2, 24), (2, 34)) in spans
+    assert not any(a <= (3, 11) <= b for a, b in spans)  # the body's `x | 1` is code
+
+
+def test_selection_runs_the_units_that_execute_a_changed_line(tmp_path, monkeypatch):
+    ms = _load("mutation_suite")
+    (tmp_path / "impl").mkdir()
+    (tmp_path / "impl" / "a.py").write_text("x = 1\ny = 2\nz = 3\n")
+    monkeypatch.setattr(ms, "ROOT", tmp_path)
+    doc = {"import": {"impl/a.py": [1]},
+           "sources": {"impl/a.py": "x = 1\ny = 2\nz = 3\n"},
+           "units": [{"name": "slow", "seconds": 9.0, "lines": {"impl/a.py": [2, 3]}},
+                     {"name": "fast", "seconds": 1.0, "lines": {"impl/a.py": [2]}},
+                     {"name": "other", "seconds": 0.5, "lines": {"impl/a.py": [3]}}]}
+    todo = [(u["name"], u["name"]) for u in doc["units"]]
+    assert ms.selected(doc, todo) == []  # unchanged: nothing to run
+    (tmp_path / "impl" / "a.py").write_text("x = 1\ny = 2 + 1\nz = 3\n")
+    assert [n for n, _ in ms.selected(doc, todo)] == ["fast", "slow"]
+    (tmp_path / "impl" / "a.py").write_text("x = 0\ny = 2\nz = 3\n")  # an import-time line: every unit
+    assert [n for n, _ in ms.selected(doc, todo)] == ["slow", "fast", "other"]
