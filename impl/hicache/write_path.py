@@ -22,6 +22,15 @@ class WritePath:
             covered += k
         return need + len(hashes) - covered
 
+    def _insert_lanes(self, hashes: list[str]) -> list[int]:
+        """CP owner lane of each page insert() takes (path position mod cp_lanes)."""
+        lanes = []
+        for i, h in enumerate(hashes):
+            node = self.tree.owner.get(h)
+            if node is None or node.dev == ABSENT:
+                lanes.append(i % self.cfg.cp_lanes)
+        return lanes
+
     def insert(self, tokens, fail: bool = False, evict_if_needed: bool = True) -> int:
         """insert(): walk, split at the divergence page, un-evict (duplicate birth), add the
         new leaf, _inc_hit_count -> write_backup. Returns the pages that were new to the
@@ -43,6 +52,8 @@ class WritePath:
             raise DeviceFullError(
                 f"rank {self.rank}: insert needs {need} device pages, {self.device_pool.available()} free"
             )
+        if self.cfg.cp_lanes > 1 and any(self.lane_deficits(self._insert_lanes(hashes))):
+            raise DeviceFullError(f"rank {self.rank}: insert lacks room on a CP owner lane")
         to_write: list[Node] = []
         pos = 0
         for node, k in self.tree.walk(hashes):

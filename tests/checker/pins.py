@@ -23,6 +23,8 @@ FAST = 2000  # models with fewer distinct states run by default
 # expanded state, stuttering steps included.
 CORRECT = {
     "cp-planner-2r": (31913, 180684),
+    "cp-planner-ancestors-1r": (11972, 70440),
+    "cp-planner-lanes-2r": (10592, 48553),
     "wb-1r": (92, 379),
     "wb-2r": (176, 819),
     "wb-reclaim-1r": (247, 1268),
