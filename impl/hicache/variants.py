@@ -27,6 +27,7 @@ VARIANT_NAMES = frozenset(
         "failed-batch-acked",
         "negated-pair-overflow",
         "orphan-host-subtree",
+        "split-write-lock-leak",
     }
 ) | PLANNER_VARIANTS  # the CP load-back planner's (planner-local-tiebreak), bound in cp_load.py
 

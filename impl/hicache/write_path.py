@@ -190,7 +190,10 @@ class WritePath:
         for op in self.wq[:n]:
             for node in self.tree.covering(op.pages):
                 node.host = RESIDENT
-                if not self.cfg.write_back:
+                # split-write-lock-leak (seed 004): the ack unlocks only the node the write
+                # was registered with; the upper half a split cut off keeps its copied lock.
+                leak = self.cfg.has("split-write-lock-leak") and node.end != op.pages[-1]
+                if not self.cfg.write_back and not leak:
                     node.lock_ref -= 1
                 if self.cfg.storage:
                     node.host_ref += 1  # protect_host for write_backup_storage
