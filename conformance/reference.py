@@ -44,6 +44,7 @@ def impl_config(cfg, variants=frozenset()) -> HiCacheConfig:
         manual=True,
         load_back_evicts=False,  # the spec's scheduler evicts with separate evict steps
         cp_planner=cfg.cp_planner,  # ...unless load_back plans its own victims (seed 004)
+        cp_lanes=cfg.cp_lanes,
         device="cpu",
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .action import act
-from .cp_planner import evict_victims, plan_victims
+from .cp_planner import evict_victims, lane_deficits, plan_victims
 from .state import (
     ABSENT,
     HOST_RESIDENT,
@@ -11,6 +11,7 @@ from .state import (
     RESIDENT,
     live_nodes,
     node_len,
+    node_pages,
     nodes_covering,
     parent_node,
     path_to_root,
@@ -49,13 +50,18 @@ def load_back_guard(m, s, a):
         total = sum(node_len(m.pages, rs, x) for x in chain)
         if total * m.cfg.page_size < m.cfg.load_back_threshold:
             return False  # too short to be worth a copy: the request recomputes it
-        if total > rs.dev_free:
+        deficits = lane_deficits(m, rs, _chain_pages(m, rs, chain))
+        if any(deficits):
             if not m.cfg.cp_planner:
                 return False  # the scheduler evicts first (separate evict steps)
             path = set(path_to_root(m.pages, rs, e))
-            if not plan_victims(m, rs, total - rs.dev_free, path):
+            if not plan_victims(m, rs, deficits, path):
                 return False
     return True
+
+
+def _chain_pages(m, rs, chain):
+    return [p for x in chain for p in node_pages(m.pages, rs, x)]
 
 
 def load_back(m, s, a):
@@ -69,9 +75,10 @@ def load_back(m, s, a):
     for rs in s.ranks:
         chain = nodes_to_load(m, rs, e)
         total = sum(node_len(m.pages, rs, x) for x in chain)
-        if total > rs.dev_free:
+        deficits = lane_deficits(m, rs, _chain_pages(m, rs, chain))
+        if any(deficits):
             path = set(path_to_root(m.pages, rs, e))
-            rs = evict_victims(m, rs, plan_victims(m, rs, total - rs.dev_free, path))
+            rs = evict_victims(m, rs, plan_victims(m, rs, deficits, path))
         for x in chain:
             rs = update_node(rs, x, dev=LOADING, lbp=mark)
         rs = touch(m, lock_path(m, rs, e, +1), chain)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .action import act
+from .cp_planner import lanes_fit
 from .memo import per_model
 from .host_eviction import allocate_host
 from .state import (
@@ -175,7 +176,17 @@ def insert_params(m, s):
 
 
 def insert_guard(m, s, a):
-    return all(insert_device_need(m, rs, a["req"]) <= rs.dev_free for rs in s.ranks)
+    return all(insert_device_need(m, rs, a["req"]) <= rs.dev_free and _lanes_fit(m, rs, a["req"])
+               for rs in s.ranks)
+
+
+def _lanes_fit(m, rs, req) -> bool:
+    """CP owner lanes (cp_lanes > 1): each lane has room for the pages the insert takes."""
+    if m.cfg.cp_lanes == 1:
+        return True
+    taken = [p for p in m.pages.request_pages[req]
+             if rs.owner[p] < 0 or rs.nodes[rs.owner[p]].dev == ABSENT]
+    return lanes_fit(m, rs, taken)
 
 
 def insert(m, s, a):

@@ -52,6 +52,9 @@ class HiCacheConfig:
     # owner-lane planner of tiercheck.impl.cp (victims by contribution, ties by a strict
     # order over replicated state), whatever load_back_evicts says.
     cp_planner: bool = False
+    # Owner lanes of the CP device pool: a page's lane is its path position mod cp_lanes;
+    # every device allocation needs room on each lane it touches (impl/hicache/cp_load.py).
+    cp_lanes: int = 1
     device: str | None = None  # None: cuda when available, else cpu
     poison_on_free: bool = True  # freed pages read as garbage at once (catches use-after-free)
     durable_capacity: int | None = None  # bound of the durable LRU (None: unbounded)
@@ -102,6 +105,8 @@ class HiCacheConfig:
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
                 raise UserError(f"hicache: {name} must be None or a positive int, got {v!r}")
+        if not isinstance(self.cp_lanes, int) or isinstance(self.cp_lanes, bool) or self.cp_lanes < 1:
+            raise UserError(f"hicache: cp_lanes must be a positive int, got {self.cp_lanes!r}")
         if self.prefetch and not self.storage:
             raise UserError("hicache: prefetch needs storage")
         if self.mirror_release and not self.storage:

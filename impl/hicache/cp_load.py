@@ -8,8 +8,13 @@ end pages, least recent first, moved by ``local_access`` -- a probe or metrics w
 only this rank makes) reaches the planner as ``last_access_time``, which only the
 ``planner-local-tiebreak`` bug variant reads.
 
-The HiCache device pool is one owner lane here (cp_size 1): the deficit is the pages the
-load is short of. The owner-lane striping itself is tiercheck.impl.cp's business.
+Owner lanes (``cp_lanes``): the device pool is striped over cp_lanes owners and a page's
+lane is its position on its token path modulo cp_lanes (CP stripes a sequence's pages
+round-robin). Each lane has an even share of the pool; a load-back is short on a lane when
+its pages there outnumber the lane's free pages, and the planner covers every lane's
+deficit. The planner reads lanes from token locations, so the view hands each page the
+logical page ``1 + lane + cp_lanes * slot`` (its lane under the CP layout's
+``(page - 1) mod cp``, distinct per slot).
 """
 
 from __future__ import annotations
@@ -43,13 +48,45 @@ class CpLoadBack:
         self.local_clock = [e for e in live if e != node.end] + [node.end]
         return 1
 
+    # -- owner lanes --------------------------------------------------------------------------
+
+    def lane_capacity(self) -> list[int]:
+        q, r = divmod(self.cfg.device_pages, self.cfg.cp_lanes)
+        return [q + (1 if lane < r else 0) for lane in range(self.cfg.cp_lanes)]
+
+    def _node_lanes(self, node: Node) -> list[int]:
+        """Lane of each page of ``node``: its path position (0-based) mod cp_lanes."""
+        first = len(self.tree.path(node)) - len(node)
+        return [(first + k) % self.cfg.cp_lanes for k in range(len(node))]
+
+    def lane_free(self) -> list[int]:
+        used = [0] * self.cfg.cp_lanes
+        for node in self.tree.nodes():
+            if node.dev_slots is not None:
+                for lane in self._node_lanes(node):
+                    used[lane] += 1
+        return [c - u for c, u in zip(self.lane_capacity(), used)]
+
+    def lane_deficits(self, lanes: list[int]) -> list[int]:
+        """Per lane, the pages an allocation on ``lanes`` (one entry per page) lacks; one
+        lane: the shortfall of the whole pool."""
+        if self.cfg.cp_lanes == 1:
+            return [max(0, len(lanes) - self.device_pool.available())]
+        need = [0] * self.cfg.cp_lanes
+        for lane in lanes:
+            need[lane] += 1
+        return [max(0, n - f) for n, f in zip(need, self.lane_free())]
+
+    def chain_lanes(self, chain: list[Node]) -> list[int]:
+        return [lane for x in chain for lane in self._node_lanes(x)]
+
     # -- planning ---------------------------------------------------------------------------
 
     def _cp_planner(self):
         planner = getattr(self, "_cp_planner_obj", None)
         if planner is None:
             planner = self._cp_planner_obj = make_planner(
-                "fast", cp_size=1, page_size=self.layout.page_size,
+                "fast", cp_size=self.cfg.cp_lanes, page_size=self.layout.page_size,
                 variants=self.cfg.variants & {"planner-local-tiebreak"},
             )
         return planner
@@ -66,7 +103,7 @@ class CpLoadBack:
         order = sorted(self.tree.nodes(), key=self._order)
         ids = {id(n): i for i, n in enumerate(order)}
         local = {e: float(i) for i, e in enumerate(self.local_clock)}
-        ps = self.layout.page_size
+        ps, cp = self.layout.page_size, self.cfg.cp_lanes
         dev = self.device_pool.device
         root = CpNode(-1)
         by_id: dict[int, Node] = {}
@@ -77,7 +114,8 @@ class CpLoadBack:
                 i = ids[id(child)]
                 value = None
                 if child.dev_slots is not None:
-                    locs = [s * ps + k for s in child.dev_slots for k in range(ps)]
+                    logical = [1 + lane + cp * s for lane, s in zip(self._node_lanes(child), child.dev_slots)]
+                    locs = [q * ps + k for q in logical for k in range(ps)]
                     value = torch.tensor(locs, dtype=torch.int64, device=dev)
                 pinned = child.lock_ref > 0 or id(child) in protected or not self._freeable(child)
                 v = CpNode(i, value, lock_ref=int(pinned), backuped=child.host == RESIDENT,
@@ -87,14 +125,13 @@ class CpLoadBack:
                 stack.append((child, v))
         return root, by_id
 
-    def _cp_make_room(self, node: Node, total: int) -> bool:
-        """Plan victims that free the pages ``total`` lacks and evict them (all or nothing:
-        nothing is evicted when the plan cannot cover the deficit). True when room is made."""
-        deficit = total - self.device_pool.available()
+    def _cp_make_room(self, node: Node, deficits: list[int]) -> bool:
+        """Plan victims that cover every lane's deficit and evict them (all or nothing:
+        nothing is evicted when the plan cannot cover it). True when room is made."""
         protected = {id(n) for n in self.tree.path_to_root(node)}
         root, by_id = self._planner_view(protected)
         syncs = SyncCounter()
-        plan = self._cp_planner().plan(root, [deficit], syncs=syncs)
+        plan = self._cp_planner().plan(root, deficits, syncs=syncs)
         self.cp_last_plan = [self.tree.path(by_id[i]) for i in plan.victims]
         if not plan.satisfied:
             return False

@@ -36,8 +36,9 @@ class LoadPath:
             return 0  # too short to be worth a copy: the request recomputes it
         if evict_if_needed is None:
             evict_if_needed = self.cfg.load_back_evicts
-        if total > self.device_pool.available() and self.cfg.cp_planner:
-            if not self._cp_make_room(node, total):  # seed 004: each rank plans its victims
+        deficits = self.lane_deficits(self.chain_lanes(chain))
+        if any(deficits) and self.cfg.cp_planner:
+            if not self._cp_make_room(node, deficits):  # seed 004: each rank plans its victims
                 return 0
         elif total > self.device_pool.available() and evict_if_needed:
             self._lock_path(node, +1)  # the chain and its resident ancestors stay meanwhile
@@ -45,7 +46,7 @@ class LoadPath:
                 self.evict((total - self.device_pool.available()) * self.layout.page_size)
             finally:
                 self._lock_path(node, -1)
-        if total > self.device_pool.available():
+        if any(self.lane_deficits(self.chain_lanes(chain))):
             return 0
         # All or nothing: one copy for the whole chain.
         dev = self._dev_take(total, "load_back")

@@ -30,6 +30,7 @@ VARIANT_NAMES = frozenset(
         "page-ceil-match",
         "lru-local-clock",
         "split-slice-off-by-one",
+        "split-write-lock-leak",
     }
 ) | PLANNER_VARIANTS  # the CP load-back planner's (planner-local-tiebreak), bound in cp_load.py
 

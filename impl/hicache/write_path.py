@@ -31,6 +31,15 @@ class WritePath:
             covered += k
         return need + len(hashes) - covered
 
+    def _insert_lanes(self, hashes: list[str]) -> list[int]:
+        """CP owner lane of each page insert() takes (path position mod cp_lanes)."""
+        lanes = []
+        for i, h in enumerate(hashes):
+            node = self.tree.owner.get(h)
+            if node is None or node.dev == ABSENT:
+                lanes.append(i % self.cfg.cp_lanes)
+        return lanes
+
     def insert(self, tokens, fail: bool = False, evict_if_needed: bool = True) -> int:
         """insert(): walk, split at the divergence page, un-evict (duplicate birth), add the
         new leaf, _inc_hit_count -> write_backup. Returns the pages that were new to the
@@ -52,6 +61,8 @@ class WritePath:
             raise DeviceFullError(
                 f"rank {self.rank}: insert needs {need} device pages, {self.device_pool.available()} free"
             )
+        if self.cfg.cp_lanes > 1 and any(self.lane_deficits(self._insert_lanes(hashes))):
+            raise DeviceFullError(f"rank {self.rank}: insert lacks room on a CP owner lane")
         to_write: list[Node] = []
         pos = 0
         last = None  # the last node walked (after its split): the new leaf's parent
@@ -193,7 +204,10 @@ class WritePath:
         for op in self.wq[:n]:
             for node in self.tree.covering(op.pages):
                 node.host = RESIDENT
-                if not self.cfg.write_back:
+                # split-write-lock-leak (seed 004): the ack unlocks only the node the write
+                # was registered with; the upper half a split cut off keeps its copied lock.
+                leak = self.cfg.has("split-write-lock-leak") and node.end != op.pages[-1]
+                if not self.cfg.write_back and not leak:
                     node.lock_ref -= 1
                 if self.cfg.storage:
                     node.host_ref += 1  # protect_host for write_backup_storage

@@ -17,6 +17,7 @@ from tiercheck.conformance.runner import replay
 from tiercheck.impl.hicache import metrics as mt
 from tiercheck.models import model_file
 from tiercheck.models.trace import read_trace
+from tiercheck.spec.action import act
 
 VARIANT = "planner-local-tiebreak"
 # The checker's shortest counterexample for variants/planner-local-tiebreak (tiercheck
@@ -116,3 +117,55 @@ def test_counterexample_diverges_on_real_gloo_ranks(found):
             driver.close()
         results[backend] = (out.mismatch.step, out.mismatch.message, out.mismatch.actual)
     assert results["lockstep"] == results["gloo"]
+
+
+def _backup(ranks):
+    return [act("write_dma_done", rank=r) for r in range(ranks)] + [act("writing_check")]
+
+
+def _replay_plans(name, steps):
+    """Replay ``steps(model)`` on the reference implementation against the spec; returns
+    the mismatch (None: conforms) and each rank's last CP plan (token paths)."""
+    driver = ReferenceDriver(model_file.load(name).config)
+    try:
+        out = replay(driver, steps(driver.model))
+        return out.mismatch, [s["cp_last_plan"] for s in driver.group.snapshot(store=False)]
+    finally:
+        driver.close()
+
+
+def test_issue_example_conforms_and_evicts_the_admitted_ancestor():
+    """Issue 15: after inserting and backing up (1), (1,2), (3), (4,5) with 4/5 evicted,
+    load_back(4/5) evicts 1/2 and its admitted ancestor 1 in the spec and in the
+    implementation (the spec before seed 004's planner evicted 1/2 and 3)."""
+    def steps(m):
+        i = m.pages.index
+        return [act("insert", req=3), *_backup(1), act("evict", node=i[(4, 5)]),
+                act("insert", req=0), *_backup(1), act("insert", req=1), *_backup(1),
+                act("insert", req=2), *_backup(1), act("load_back", node=i[(4, 5)])]
+
+    mismatch, plans = _replay_plans("cp-planner-ancestors-1r", steps)
+    assert mismatch is None
+    assert plans == [[(1, 2), (1,)]]
+
+
+def test_two_lanes_with_a_shared_ancestor_conform():
+    """cp-planner-lanes-2r: loading 4 lacks a lane-0 page; 1/2 (lane 1) is planned for
+    ancestor-unlock credit, then the shared ancestor 1 -- on both ranks, as in the spec."""
+    def steps(m):
+        i = m.pages.index
+        return [act("insert", req=2), *_backup(2), act("evict", node=i[(4,)]),
+                act("insert", req=0), *_backup(2), act("insert", req=1), *_backup(2),
+                act("load_back", node=i[(4,)])]
+
+    mismatch, plans = _replay_plans("cp-planner-lanes-2r", steps)
+    assert mismatch is None
+    assert plans == [[(1, 2), (1,)]] * 2
+
+
+def test_random_runs_conform_on_the_lanes_model():
+    cfg = model_file.load("cp-planner-lanes-2r").config
+    stats = {}
+    _CountingDriver.planned = 0
+    machine.run(lambda: _CountingDriver(cfg), examples=15, steps=40, seed=5, stats=stats)
+    assert _CountingDriver.planned >= 1

@@ -448,3 +448,17 @@ def test_split_slice_off_by_one(bug):
                 g.evict_node([1])  # the shared slot 0 again
         else:
             assert problems == []
+
+
+@pytest.mark.parametrize("bug", BUG)
+def test_split_write_lock_leak(bug):
+    """Seed 004: inserting (1, 3) splits (1, 2) while its D->H write is in flight; the
+    split copies the write lock to the upper half (1,), and with the bug the ack unlocks
+    only (1, 2), the node the write was registered with: (1,) stays locked for good."""
+    with group(1, device_pages=3, host_pages=3, variants=variants("split-write-lock-leak", bug)) as g:
+        g.insert([1, 2])
+        g.insert([1, 3])  # splits the writing node
+        write_all(g)
+        assert node(g, [1])["lock_ref"] == (1 if bug else 0)
+        assert node(g, [1, 2])["lock_ref"] == 0
+        assert g.verify() == []

@@ -52,3 +52,47 @@ def test_without_the_planner_load_back_needs_free_room():
     s = _two_resident_one_evicted(m)
     assert act("load_back", node=page(m, 1)) not in m.actions(s)
     assert not any(a.name == "local_access" for a in m.actions(s))
+
+
+def _backup(m):
+    return [("write_dma_done", {"rank": r}) for r in range(m.cfg.ranks)] + [("writing_check", {})]
+
+
+def issue_example_state(m):
+    """Issue 15's example: 4/5 inserted, backed up and evicted; then 1, 1/2 and 3 inserted
+    and backed up: the device pool (3 pages) is full, everything has a host copy."""
+    return run(m, ("insert", {"req": 3}), *_backup(m), ("evict", {"node": page(m, 4, 5)}),
+               ("insert", {"req": 0}), *_backup(m), ("insert", {"req": 1}), *_backup(m),
+               ("insert", {"req": 2}), *_backup(m))
+
+
+def test_issue_example_plans_the_admitted_ancestor():
+    """Seed 004 admits 1 once 1/2 is planned (ancestor admission) and its replicated order
+    (the spec's end page) puts 1 before 3: load_back(4/5) evicts 1/2 and 1, not 1/2 and 3."""
+    m = model(requests=((1,), (1, 2), (3,), (4, 5)), device_pages=3, host_pages=5, cp_planner=True)
+    s = issue_example_state(m)
+    assert s.ranks[0].dev_free == 0
+    t = m.next_state(s, act("load_back", node=page(m, 4, 5)))
+    assert [node(m, t, *k).dev for k in ((1,), (1, 2), (3,))] == [ABSENT, ABSENT, RESIDENT]
+
+
+def lanes_state(m):
+    """Two lanes of one page each: 4 (lane 0) backed and evicted; 1 (lane 0) and 1/2
+    (lane 1) resident and backed."""
+    return run(m, ("insert", {"req": 3}), *_backup(m), ("evict", {"node": page(m, 4)}),
+               ("insert", {"req": 0}), *_backup(m), ("insert", {"req": 1}), *_backup(m))
+
+
+def test_ancestor_unlock_credit_across_lanes():
+    """Loading 4 lacks a lane-0 page. 1/2 frees only lane 1 (no gain) but unlocks 1, which
+    is on lane 0: 1/2 is planned for that credit, then 1 is admitted and covers the lane."""
+    m = model(ranks=2, requests=((1,), (1, 2), (1, 3), (4,)), device_pages=2, host_pages=4,
+              cp_planner=True, cp_lanes=2)
+    s = lanes_state(m)
+    assert s.ranks[0].dev_free == 0
+    a = act("load_back", node=page(m, 4))
+    t = m.next_state(s, a)
+    for r in (0, 1):
+        assert node(m, t, 1, rank=r).dev == ABSENT and node(m, t, 1, 2, rank=r).dev == ABSENT
+        assert node(m, t, 4, rank=r).dev != ABSENT
+    assert planner_determinism(m, s, a, t) is None

@@ -150,3 +150,10 @@ def test_tla_command_bad_input_is_one_line_exit_2(tla_cli, tmp_path, capsys, mon
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "X").exists()  # nothing written on refusal
+
+
+def test_the_cp_planner_over_nested_nodes_is_refused():
+    """The twin's PlanVictims lacks seed 004's ancestor admission and unlock credit."""
+    with pytest.raises(UserError, match="^.*cp-planner-ancestors-1r.toml: the CP planner over nested nodes"):
+        tla_export.render(model_file.load("cp-planner-ancestors-1r"))
+    tla_export.render(model_file.load("cp-planner-2r"))  # one-page roots: no ancestor to admit
