@@ -70,6 +70,7 @@ def add_arguments(p):
     sim.add_argument("--depth", type=int_in(1, MAX_DEPTH), metavar="D", help="steps per walk at most (default 100)")
     sim.add_argument("--seed", type=int_in(0, 2**63 - 1), metavar="S", help="random seed (default: drawn and printed); a run is reproducible from it")
     sim.add_argument("--no-swarm", action="store_true", help="every walk may take every action (default: each walk a random subset)")
+    p.add_argument(
         "--cluster",
         metavar="ADDRESS",
         help="partition the states over a Dask cluster: local:N starts N worker processes here, or a "
