@@ -81,8 +81,12 @@ def run_release(py: Path, release: str, work: Path, args, log) -> dict:
 
 
 def replay_set(traces: list[str]) -> list[dict]:
-    """Inside a lane: replay each trace on this release; per trace agree/disagree + where."""
-    from tiercheck.conformance.runner import replay
+    """Inside a lane: replay each trace on this release, passing the known disagreements
+    the trace records (tiercheck.conformance.distinct); per trace: agrees / disagrees
+    (with the signature and step of the first disagreement past those) / unreached (a
+    disagreement the trace passes did not happen here, so its later steps cannot be
+    taken) / n/a (the model is not driven on this release)."""
+    from tiercheck.conformance.distinct import replay_past, signature
     from tiercheck.conformance.sglang import SGLangDriver
     from tiercheck.models import model_file
     from tiercheck.models.trace import read_trace
@@ -99,13 +103,17 @@ def replay_set(traces: list[str]) -> list[dict]:
             out.append({"trace": path, "result": "n/a", "message": str(exc)})
             continue
         try:
-            res = replay(driver, tr.actions, expect_disabled=set(tr.meta.get("probes", ())))
+            res = replay_past(driver, tr.actions, tr.meta.get("passes") or (),
+                              expect_disabled=set(tr.meta.get("probes", ())))
         finally:
             driver.close()
         mm = res.mismatch
-        out.append({"trace": path, "result": "agrees" if mm is None else "disagrees",
-                    "step": None if mm is None else mm.step,
-                    "message": "" if mm is None else f"{mm.kind}: {mm.message.splitlines()[0]}"})
+        row = {"trace": path, "result": "unreached" if res.unreached else "agrees" if mm is None else "disagrees",
+               "passed": res.passed}
+        if mm is not None:
+            row.update(step=mm.step, signature=signature(driver.model, mm, tr.actions),
+                       message=f"{mm.kind}: {mm.message.splitlines()[0]}")
+        out.append(row)
     return out
 
 
@@ -123,28 +131,39 @@ def _replay_on(py: Path, traces: list[str], log, timeout: float) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
+def run_name(row) -> str:
+    """A campaign row's run as history.md names it: MODEL[-rR][@gloo] without the folder."""
+    return row["model"].split("/")[-1].replace(":", "-r") + ("@gloo" if row["backend"] == "gloo" else "")
+
+
 def _collect_findings(results: list[dict], traces_dir: Path) -> list[dict]:
-    """Every shrunk disagreement, copied under traces_dir as <run>-<hash>.json (a trace
-    the campaign shrank to the same bytes on several releases is stored once)."""
+    """Every distinct disagreement each run found, its shrunk trace copied under
+    traces_dir as <run>-<hash>.json (a trace shrunk to the same bytes on several releases
+    is stored once); tour disagreements without a trace."""
     traces_dir.mkdir(parents=True, exist_ok=True)
     found = []
     for res in results:
         for row in res.get("rows", ()):
-            if row.get("kind") != "conform" or row.get("result") != "disagrees" or not row.get("trace"):
+            run = run_name(row)
+            if row.get("kind") == "tour":
+                for d in row.get("disagreements", ()):
+                    found.append({"release": res["release"], "run": run + " (tour)", "trace": None,
+                                  "signature": d.get("signature"), "message": d["message"], "passes": [],
+                                  "steps": None, "backend": row["backend"]})
                 continue
-            src = Path(row["trace"])
-            digest = hashlib.sha256(src.read_bytes()).hexdigest()[:8]
-            run = row["model"].split("/")[-1].replace(":", "-r") + ("@gloo" if row["backend"] == "gloo" else "")
-            dst = traces_dir / f"{run.replace('@', '-')}-{digest}.json"
-            if not dst.exists():
-                shutil.copyfile(src, dst)
-            found.append({"release": res["release"], "run": run, "trace": str(dst), "message": row["message"],
-                          "steps": row.get("steps_after_shrink"), "backend": row["backend"]})
-        for row in res.get("rows", ()):
-            if row.get("kind") == "tour" and row.get("disagreements"):
-                found.append({"release": res["release"], "run": row["model"].split("/")[-1] + " (tour)",
-                              "trace": None, "message": row["disagreements"][0]["message"],
-                              "steps": None, "backend": row["backend"]})
+            if row.get("result") != "disagrees":
+                continue
+            for f in row.get("findings") or [row]:
+                if not f.get("trace"):
+                    continue
+                src = Path(f["trace"])
+                digest = hashlib.sha256(src.read_bytes()).hexdigest()[:8]
+                dst = traces_dir / f"{run.replace('@', '-')}-{digest}.json"
+                if not dst.exists():
+                    shutil.copyfile(src, dst)
+                found.append({"release": res["release"], "run": run, "trace": str(dst), "message": f["message"],
+                              "signature": f.get("signature"), "passes": f.get("passes", []),
+                              "steps": f.get("steps_after_shrink"), "backend": row["backend"]})
     return found
 
 
