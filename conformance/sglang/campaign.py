@@ -55,6 +55,11 @@ class Counting:
 
 # Distinct disagreements one stateful run reports at most (tiercheck.conformance.distinct).
 FINDINGS_PER_RUN = 4
+# Seconds a gloo collective may wait before the driver reports the sync step as hung: the
+# ranks run each step together and a collective completes in milliseconds, so a hang
+# costs this much (per shrinking candidate too), not the driver's 30 s default.
+COLLECTIVE_TIMEOUT = 10.0
+SHRINK_SECONDS = 30.0
 
 
 def conform(model_ref, backend, examples, steps, seed, out_dir, without=(), strategy="index",
@@ -73,13 +78,14 @@ def conform(model_ref, backend, examples, steps, seed, out_dir, without=(), stra
     cfg = load_config(model_ref)
     spec_cfg = replace(cfg, **{o: False for o in without})
     rounds, tally = [{}], {"steps": 0, "step_seconds": 0.0, "actions": {}}
-    factory = lambda: Counting(SGLangDriver(cfg, backend=backend, spec_cfg=spec_cfg), tally, rounds)  # noqa: E731
+    factory = lambda: Counting(SGLangDriver(cfg, backend=backend, spec_cfg=spec_cfg,  # noqa: E731
+                                            timeout=COLLECTIVE_TIMEOUT), tally, rounds)
     t0 = time.monotonic()
     row = {"model": model_ref, "ranks": cfg.ranks, "backend": backend, "policy": cfg.policy,
            "storage": cfg.storage, "seed": seed, "steps_per_example": steps, "without": list(without)}
     label = "-".join(["sglang", *(f"without-{o}" for o in without)])
     findings, totals = find_distinct(factory, examples, steps, seed, record_dir=out_dir, label=label, limit=limit,
-                                     strategy=strategy, rounds=rounds)
+                                     strategy=strategy, rounds=rounds, shrink_budget=SHRINK_SECONDS)
     row["result"] = "disagrees" if findings else "conforms"
     row["findings"] = [{("trace" if k == "file" else k): v for k, v in f.items()} for f in findings]
     if findings:  # the first one, as before distinct findings
@@ -114,7 +120,7 @@ def tour(model_ref, backend, max_len=60):
            "labels": [tr.labels_covered, tr.labels_total], "steps": 0, "disagreements": []}
     taken = {}
     for k, t in enumerate(tr.traces):
-        driver = SGLangDriver(cfg, backend=backend)
+        driver = SGLangDriver(cfg, backend=backend, timeout=COLLECTIVE_TIMEOUT)
         try:
             out = replay(driver, t.actions, expect_disabled=set(t.probes))
         finally:
@@ -197,7 +203,7 @@ def coverage(model_ref, backend, reset=False):
     from tiercheck.conformance.sglang import SGLangDriver
     from tiercheck.models import model_file
 
-    driver = SGLangDriver(load_config(model_ref), backend=backend)
+    driver = SGLangDriver(load_config(model_ref), backend=backend, timeout=COLLECTIVE_TIMEOUT)
     try:
         return driver.path_counts(reset=reset)
     finally:

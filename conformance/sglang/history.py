@@ -88,6 +88,7 @@ def replay_set(traces: list[str]) -> list[dict]:
     taken) / n/a (the model is not driven on this release)."""
     from tiercheck.conformance.distinct import replay_past, signature
     from tiercheck.conformance.sglang import SGLangDriver
+    from tiercheck.conformance.sglang.campaign import COLLECTIVE_TIMEOUT
     from tiercheck.models import model_file
     from tiercheck.models.trace import read_trace
     import tomllib
@@ -98,7 +99,7 @@ def replay_set(traces: list[str]) -> list[dict]:
         cfg = model_file.parse(tomllib.loads(tr.model_toml), path).config
         backend = "gloo" if cfg.ranks > 1 else "lockstep"
         try:
-            driver = SGLangDriver(cfg, backend=backend)
+            driver = SGLangDriver(cfg, backend=backend, timeout=COLLECTIVE_TIMEOUT)
         except UserError as exc:
             out.append({"trace": path, "result": "n/a", "message": str(exc)})
             continue
