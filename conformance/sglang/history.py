@@ -192,6 +192,9 @@ def add_arguments(p):
     p.add_argument("--out", default="docs/findings", help="history.md and traces/history/ go here")
     p.add_argument("--work", default=".tiercheck/history", help="raw campaign rows and logs")
     p.add_argument("--lanes-dir", help=f"lanes (default: ${lanes.ENV_VAR}, else the user cache)")
+    p.add_argument("--jobs", type=int, default=1, help="lanes replaying the findings' traces at once")
+    p.add_argument("--replays-per-finding", type=int, default=2,
+                   help="how many of each finding's traces (shortest first) every release replays")
     p.add_argument("--reuse", action="store_true",
                    help="take the campaign rows of the last run (--work) and only redo findings, replays, report")
     p.add_argument("--replay-set", nargs="+", help=argparse.SUPPRESS)
@@ -229,11 +232,20 @@ def run(args) -> int:
         # campaign run, and the next --reuse needs them too.
         (work / "results.json").write_text(json.dumps(results, indent=1, default=str))
         findings = _collect_findings(results, out / "traces" / "history")
-        traces = list(dict.fromkeys(f["trace"] for f in findings if f["trace"]))
+        from .history_report import group
+
+        # Each finding's shortest traces (1 rank first), not all of them: every replay on
+        # every release imports sglang, and a gloo trace that hangs waits out its timeout.
+        traces = [t for g in group(findings) for t in g["traces"][: args.replays_per_finding]]
         replays = {}
-        if traces:
-            for release, py in pythons.items():
-                replays[release] = {r["trace"]: r for r in _replay_on(py, traces, log, args.release_timeout)}
+        if traces:  # each release's lane replays the traces; lanes run side by side (--jobs)
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+                futures = {release: pool.submit(_replay_on, py, traces, log, args.release_timeout)
+                           for release, py in pythons.items()}
+            for release, fut in futures.items():
+                replays[release] = {r["trace"]: r for r in fut.result()}
     data = {"results": results, "findings": findings, "replays": replays,
             "budget": {"examples": args.examples, "steps": args.steps, "seed": args.seed, "runs": args.runs,
                        "tours": args.tours}}

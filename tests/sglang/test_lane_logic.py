@@ -147,7 +147,8 @@ def test_lane_list_orders_by_release_and_python_of_missing(tmp_path):
 
 
 def test_release_extras():
-    assert lanes.release_extras("0.5.12.post1") == (["einops"], ["sgl_kernel"])
+    assert lanes.release_extras("0.5.12.post1") == lanes.release_extras("0.5.12") == (["einops"], ["sgl_kernel"])
+    assert lanes.release_extras("0.5.11") == ([], ["sgl_kernel"])
     assert lanes.release_extras("0.5.16") == (["einops"], [])
     assert lanes.release_extras("0.5.20") == ([], [])
 
