@@ -27,6 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 from .byte_origin import annotate
 from .compare import Mismatch, check_step
 from .crash import describe_crash
+from .distinct import Passing, shrink_past, signature
 from .record import write_counterexample
 from .run_coverage import RunCoverage
 from .runner import replay
@@ -40,11 +41,12 @@ class ConformanceFailure(AssertionError):
 
 def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_check=None, label: str = "impl",
                  stats: Optional[dict] = None, strategy: str = "coverage",
-                 cov: Optional[RunCoverage] = None):  # noqa: ARG001 -- record_dir: files are written by run()
+                 cov: Optional[RunCoverage] = None, known=()):  # noqa: ARG001 -- record_dir: files are written by run()
     """A RuleBasedStateMachine class driving ``driver_factory()`` against the spec.
 
     ``strategy``: how each step picks its action (tiercheck.conformance.steering);
-    ``cov``: the run's shared coverage."""
+    ``cov``: the run's shared coverage; ``known``: disagreement signatures the run passes
+    (tiercheck.conformance.distinct)."""
     cov = RunCoverage() if cov is None else cov
 
     class Conformance(RuleBasedStateMachine):
@@ -57,6 +59,7 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
             self.actions = []
             self.states = [self.s]
             self._enabled, self._enabled_for = None, None
+            self.passing = Passing(self.model, known)
             if stats is not None:
                 stats["examples"] = stats.get("examples", 0) + 1
 
@@ -69,6 +72,7 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
                 stats.setdefault("first_failure_examples", stats.get("examples", 0))
                 stats["failing_actions"] = list(self.actions)
                 stats["mismatch"] = mm
+                stats["passed"] = list(self.passing.passed)
             where = "initial state" if mm.step < 0 else f"step {mm.step + 1} ({self.actions[mm.step]})"
             raise ConformanceFailure(f"{label} disagrees with the spec at {where}: {mm.message}")
 
@@ -76,7 +80,11 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
         def start(self, data):
             self.chooser = Chooser(strategy, self.model, cov, data, salt_seed=type(self).__name__)
             self.prev = self.driver.state()
-            mm = check_step(self.model, -1, self.s, self.prev, self.driver.verify(), z3_check)
+            if known:
+                mm, self.s = self.passing.check(-1, self.s, self.prev, self.driver.verify(), self.actions)
+                self.states[0] = self.s
+            else:
+                mm = check_step(self.model, -1, self.s, self.prev, self.driver.verify(), z3_check)
             if mm:
                 self._fail(mm)
 
@@ -90,7 +98,7 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
             # No precondition: a step with nothing enabled (a halted group) still makes
             # its draw, so an example's draws never depend on state outside it.
             choice = self.chooser.choose(data, self.s, self.enabled())
-            if choice is None:
+            if choice is None or self.passing.dead:
                 return
             a, t = choice
             self.actions.append(a)
@@ -102,9 +110,16 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
             except ConformanceFailure:
                 raise
             except Exception as exc:  # noqa: BLE001 -- an implementation crash is a finding
-                self._fail(Mismatch(len(self.actions) - 1, "error", describe_crash(exc, a, self.driver), t))
-            mm = check_step(self.model, len(self.actions) - 1, t, got, problems, z3_check,
-                            before=self.prev, action=a)
+                mm = Mismatch(len(self.actions) - 1, "error", describe_crash(exc, a, self.driver), t)
+                if self.passing.crash(mm, self.actions) is None:
+                    return  # a known crash: the example ends here
+                self._fail(mm)
+            if known:
+                mm, t = self.passing.check(len(self.actions) - 1, t, got, problems, self.actions, before=self.prev)
+                self.states[-1] = t
+            else:
+                mm = check_step(self.model, len(self.actions) - 1, t, got, problems, z3_check,
+                                before=self.prev, action=a)
             if mm:
                 self._fail(mm)
             self.s, self.prev = t, got
@@ -119,14 +134,17 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
 
 def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, record_dir=None, z3_check=None,
         label="impl", stats=None, deadline=None, shrink_budget: float = 60.0, strategy: str = "coverage",
-        cov: Optional[RunCoverage] = None, time_budget: Optional[float] = None):
+        cov: Optional[RunCoverage] = None, time_budget: Optional[float] = None, known=()):
     """Run the stateful test; on a disagreement shrink it, write it, raise ConformanceFailure.
 
     Deterministic for a given seed (the machine class is named after it, and Hypothesis
     derandomises from the test's identity) and, without ``time_budget``, for a given
     ``cov`` state. Hypothesis's own shrinking is off: the spec-guided shrinker
     (tiercheck.conformance.shrink) does better on these traces. ``time_budget``: seconds
-    after which no new chunk of examples starts (the first always runs).
+    after which no new chunk of examples starts (the first always runs). ``known``:
+    disagreement signatures to pass (tiercheck.conformance.distinct); the failure found is
+    then a new one, shrunk to the same signature, its trace records what it passed, and
+    ``stats["signature"]`` names it.
     """
     stats = {} if stats is None else stats
     stats["started"] = time.monotonic()
@@ -138,7 +156,7 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
     # stopped from inside without Hypothesis calling the example flaky.
     if stop_at is None:
         failed = _search(driver_factory, examples, steps, f"Conformance_{label}_{seed}", z3_check, label, stats,
-                         deadline, strategy, cov)
+                         deadline, strategy, cov, known)
     else:
         failed, k = False, 0
         while not failed and stats.get("examples", 0) < examples:
@@ -146,15 +164,23 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
                 stats["budget_spent"] = True
                 break
             failed = _search(driver_factory, min(CHUNK, examples - stats.get("examples", 0)), steps,
-                             f"Conformance_{label}_{seed}_{k}", z3_check, label, stats, deadline, strategy, cov)
+                             f"Conformance_{label}_{seed}_{k}", z3_check, label, stats, deadline, strategy, cov,
+                             known)
             k += 1
     if not failed:
         return
     found = stats["failing_actions"]
     stats["steps_before_shrink"] = len(found)
     model = driver_factory_model(driver_factory)
-    shrunk, outcome = shrink_failure(driver_factory, model, found, shrink_budget, z3_check)
+    if known:
+        shrunk, outcome = shrink_past(driver_factory, model, found, known, shrink_budget)
+        if outcome.mismatch is None:  # not reproducible on replay: keep what the run saw
+            shrunk, outcome = found, outcome._replace(mismatch=stats["mismatch"], passed=stats["passed"])
+    else:
+        shrunk, outcome = shrink_failure(driver_factory, model, found, shrink_budget, z3_check)
     mm = outcome.mismatch
+    stats["signature"] = signature(model, mm, shrunk)
+    stats["passed"] = list(dict.fromkeys(getattr(outcome, "passed", ())))
     if mm.kind == "bytes":
         mm = mm._replace(message=annotate(model, shrunk, outcome.states, mm.message))
     stats["steps_after_shrink"] = len(shrunk)
@@ -164,7 +190,8 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
     if record_dir:
         digest = hashlib.sha1(repr(shrunk).encode()).hexdigest()[:10]
         path = Path(record_dir) / f"{label}-{digest}.json"
-        write_counterexample(path, model, shrunk, outcome.states + [mm.expected] if mm.expected else outcome.states, mm, label)
+        write_counterexample(path, model, shrunk, outcome.states + [mm.expected] if mm.expected else outcome.states, mm, label,
+                             passes=stats["passed"], signature=stats["signature"])
         stats["file"] = str(path)
     where = "the initial state" if mm.step < 0 else f"step {mm.step + 1} of {len(shrunk)} ({shrunk[mm.step]})"
     raise ConformanceFailure(
@@ -176,9 +203,10 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
 CHUNK = 2
 
 
-def _search(driver_factory, examples, steps, name, z3_check, label, stats, deadline, strategy, cov) -> bool:
+def _search(driver_factory, examples, steps, name, z3_check, label, stats, deadline, strategy, cov,
+            known=()) -> bool:
     """One Hypothesis run; True when it found a disagreement (recorded in ``stats``)."""
-    machine = make_machine(driver_factory, None, z3_check, label, stats, strategy, cov)
+    machine = make_machine(driver_factory, None, z3_check, label, stats, strategy, cov, known)
     machine.__name__ = machine.__qualname__ = name.replace("-", "_")
     cfg = settings(
         max_examples=examples,

@@ -7,7 +7,10 @@ from tiercheck.models import model_file
 from tiercheck.models.trace import write_trace
 
 
-def write_counterexample(path, model, actions, states, mismatch, impl: str) -> None:
+def write_counterexample(path, model, actions, states, mismatch, impl: str, passes=(), signature=None) -> None:
+    """``passes``: the known disagreement signatures the trace passes on its way
+    (tiercheck.conformance.distinct; its replay passes them too); ``signature``: the
+    disagreement's own."""
     toml = model_file.config_toml(model.cfg, name=f"conformance-{impl}")
     # states[i] is the spec's state after i actions; the failing step's spec state is
     # included, so the file shows what the spec expected there.
@@ -23,5 +26,6 @@ def write_counterexample(path, model, actions, states, mismatch, impl: str) -> N
         prop="conformance",
         message=mismatch.message,
         kind="conformance",
-        extra={"impl": impl, "mismatch_kind": mismatch.kind, "failing_step": mismatch.step},
+        extra={"impl": impl, "mismatch_kind": mismatch.kind, "failing_step": mismatch.step,
+               **({"signature": signature} if signature else {}), **({"passes": list(passes)} if passes else {})},
     )

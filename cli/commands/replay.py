@@ -14,6 +14,7 @@ from tiercheck import exits
 from tiercheck.conformance import fault_flags
 from tiercheck.conformance.adapters import BACKENDS, driver_factory
 from tiercheck.conformance.compare import describe_difference
+from tiercheck.conformance.distinct import replay_past
 from tiercheck.conformance.generated import is_tour, load_tour
 from tiercheck.conformance.runner import replay
 from tiercheck.errors import UserError
@@ -36,8 +37,11 @@ def add_arguments(p):
 
 
 def load_cases(path, cfg_of):
-    """(config, [(where, validated actions, probes)]) of a trace file or a tour file;
-    ``cfg_of(config)`` applies the command line's overrides before validation."""
+    """(config, [(where, validated actions, probes)], passes) of a trace file or a tour file;
+    ``cfg_of(config)`` applies the command line's overrides before validation. ``passes``:
+    the known disagreements the trace passes (tiercheck.conformance.distinct); such a trace
+    is checked step by step from the states it passes into, so only its actions' names and
+    parameters are validated here."""
     doc = load_json(path, "trace file")
     if is_tour(doc):
         mf, traces = load_tour(path, doc)
@@ -46,13 +50,30 @@ def load_cases(path, cfg_of):
         for k, (actions, probes) in enumerate(traces):
             where = f"{path} (trace-{k:03d})"
             cases.append((where, validate(model, actions, probes, where), probes))
-        return model.cfg, cases
-    _mf, model, actions, probes = check_stored(parse_trace(path, doc), cfg_of)
-    return model.cfg, [(path, actions, probes)]
+        return model.cfg, cases, ()
+    trace = parse_trace(path, doc)
+    passes = trace.meta.get("passes") or ()
+    if passes:
+        return _passing_case(path, trace, cfg_of, passes)
+    _mf, model, actions, probes = check_stored(trace, cfg_of)
+    return model.cfg, [(path, actions, probes)], ()
+
+
+def _passing_case(path, trace, cfg_of, passes):
+    from tiercheck.models import model_file
+    from tiercheck.models.trace_check import ACTION_SPECS
+
+    mf = model_file.parse(model_file.loads(trace.model_toml, f"{path}: its model"), path)
+    bad = next((a.name for a in trace.actions if a.name not in ACTION_SPECS), None)
+    if bad is not None:
+        raise UserError(f"{path}: bad trace: unknown action {bad!r}")
+    if not isinstance(passes, list) or not all(isinstance(p, str) for p in passes):
+        raise UserError(f"{path}: corrupt trace (passes must be a list of signatures)")
+    return Model(cfg_of(mf.config)).cfg, [(path, trace.actions, set(trace.meta.get("probes", [])))], tuple(passes)
 
 
 def run(args) -> int:
-    cfg, checked = load_cases(args.trace, lambda c: c if args.ranks is None else replace(c, ranks=args.ranks))
+    cfg, checked, passes = load_cases(args.trace, lambda c: c if args.ranks is None else replace(c, ranks=args.ranks))
     from tiercheck.spec.variants import check_names
 
     try:
@@ -64,11 +85,21 @@ def run(args) -> int:
     for where, actions, probes in checked:
         driver = factory()
         try:
-            outcome = replay(driver, actions, expect_disabled=probes)
+            if passes:  # continue through the known disagreements the trace passes
+                outcome = replay_past(driver, actions, passes, expect_disabled=probes)
+            else:
+                outcome = replay(driver, actions, expect_disabled=probes)
         finally:
             driver.close()
         total += len(actions)
+        if getattr(outcome, "unreached", False):
+            print(f"{where}: {args.impl} ({args.backend}) agrees with the spec for {outcome.steps} steps; step "
+                  f"{outcome.steps + 1} is enabled only past a known disagreement the trace passes "
+                  f"({'; '.join(passes)}), which did not happen here: the trace's finding is not reached")
+            return exits.OK
         if outcome.mismatch is not None:
+            if passes:
+                print(f"{where}: passing the known disagreement(s): {'; '.join(passes)}")
             _report(where, args, driver, actions, outcome.mismatch)
             return exits.FOUND
     what = f"{len(actions)} steps" if len(checked) == 1 else f"{len(checked)} traces, {total} steps"

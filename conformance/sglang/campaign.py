@@ -28,16 +28,17 @@ DEFAULT_RUNS = (
 
 
 class Counting:
-    """A driver wrapper counting the steps applied (and their time) before a failure."""
+    """A driver wrapper counting the steps applied (and their time) in the search, not in
+    the replays that shrink a failure (``rounds[-1]``: the current round's stats)."""
 
-    def __init__(self, driver, tally, stats):
-        self.driver, self.tally, self.stats = driver, tally, stats
+    def __init__(self, driver, tally, rounds):
+        self.driver, self.tally, self.rounds = driver, tally, rounds
         self.model = driver.model
 
     def apply(self, action):
         t0 = time.monotonic()
         self.driver.apply(action)
-        if "first_failure_at" not in self.stats:
+        if "first_failure_at" not in self.rounds[-1]:
             self.tally["steps"] += 1
             self.tally["actions"][action.name] = self.tally["actions"].get(action.name, 0) + 1
             self.tally["step_seconds"] += time.monotonic() - t0
@@ -52,37 +53,49 @@ class Counting:
         self.driver.close()
 
 
-def conform(model_ref, backend, examples, steps, seed, out_dir, without=(), strategy="index"):
-    """The stateful suite; ``without``: spec options switched off on the spec side only
-    (the run then shows what SGLang does that the option models). ``strategy``: the
-    machine's action choice (tiercheck.conformance.steering); the committed history was
-    run with "index", so that stays the default for reproducible tables."""
+# Distinct disagreements one stateful run reports at most (tiercheck.conformance.distinct).
+FINDINGS_PER_RUN = 4
+# Seconds a gloo collective may wait before the driver reports the sync step as hung: the
+# ranks run each step together and a collective completes in milliseconds, so a hang
+# costs this much (per shrinking candidate too), not the driver's 30 s default.
+COLLECTIVE_TIMEOUT = 10.0
+SHRINK_SECONDS = 30.0
+
+
+def conform(model_ref, backend, examples, steps, seed, out_dir, without=(), strategy="index",
+            limit=FINDINGS_PER_RUN):
+    """The stateful suite, continued past each disagreement it finds (up to ``limit``
+    distinct ones, within the same ``examples`` budget; tiercheck.conformance.distinct).
+    ``without``: spec options switched off on the spec side only (the run then shows what
+    SGLang does that the option models). ``strategy``: the machine's action choice
+    (tiercheck.conformance.steering); the committed history was run with "index", so that
+    stays the default for reproducible tables."""
     from dataclasses import replace
 
-    from tiercheck.conformance import machine
+    from tiercheck.conformance.distinct import find_distinct
     from tiercheck.conformance.sglang import SGLangDriver
-    from tiercheck.models import model_file
 
     cfg = load_config(model_ref)
     spec_cfg = replace(cfg, **{o: False for o in without})
-    stats, tally = {}, {"steps": 0, "step_seconds": 0.0, "actions": {}}
-    factory = lambda: Counting(SGLangDriver(cfg, backend=backend, spec_cfg=spec_cfg), tally, stats)  # noqa: E731
+    rounds, tally = [{}], {"steps": 0, "step_seconds": 0.0, "actions": {}}
+    factory = lambda: Counting(SGLangDriver(cfg, backend=backend, spec_cfg=spec_cfg,  # noqa: E731
+                                            timeout=COLLECTIVE_TIMEOUT), tally, rounds)
     t0 = time.monotonic()
     row = {"model": model_ref, "ranks": cfg.ranks, "backend": backend, "policy": cfg.policy,
            "storage": cfg.storage, "seed": seed, "steps_per_example": steps, "without": list(without)}
     label = "-".join(["sglang", *(f"without-{o}" for o in without)])
-    try:
-        machine.run(factory, examples=examples, steps=steps, seed=seed, record_dir=out_dir, label=label,
-                    stats=stats, strategy=strategy)
-        row["result"] = "conforms"
-    except machine.ConformanceFailure as exc:
-        row["result"] = "disagrees"
-        row["message"] = str(exc).splitlines()[0]
-        row["trace"] = stats.get("file")
-        row["steps_before_shrink"] = stats.get("steps_before_shrink")
-        row["steps_after_shrink"] = stats.get("steps_after_shrink")
-        row["examples_to_failure"] = stats.get("first_failure_examples")
-    row["examples"] = stats.get("first_failure_examples", stats.get("examples", 0))
+    findings, totals = find_distinct(factory, examples, steps, seed, record_dir=out_dir, label=label, limit=limit,
+                                     strategy=strategy, rounds=rounds, shrink_budget=SHRINK_SECONDS)
+    row["result"] = "disagrees" if findings else "conforms"
+    row["findings"] = [{("trace" if k == "file" else k): v for k, v in f.items()} for f in findings]
+    if findings:  # the first one, as before distinct findings
+        first = row["findings"][0]
+        row["message"] = first["message"]
+        row["trace"] = first["trace"]
+        for k in ("steps_before_shrink", "steps_after_shrink", "examples_to_failure"):
+            row[k] = first[k]
+    row["examples"] = totals["examples"]
+    row["rounds"] = totals["rounds"]
     row["steps"] = tally["steps"]
     row["actions"] = action_coverage(cfg, tally["actions"])
     row["seconds"] = round(time.monotonic() - t0, 1)
@@ -92,6 +105,7 @@ def conform(model_ref, backend, examples, steps, seed, out_dir, without=(), stra
 
 def tour(model_ref, backend, max_len=60):
     """Replay the model's transition tour (what `tiercheck generate` writes) on SGLang."""
+    from tiercheck.conformance.distinct import signature
     from tiercheck.conformance.runner import replay
     from tiercheck.conformance.sglang import SGLangDriver
     from tiercheck.conformance.tour import build_tour
@@ -106,7 +120,7 @@ def tour(model_ref, backend, max_len=60):
            "labels": [tr.labels_covered, tr.labels_total], "steps": 0, "disagreements": []}
     taken = {}
     for k, t in enumerate(tr.traces):
-        driver = SGLangDriver(cfg, backend=backend)
+        driver = SGLangDriver(cfg, backend=backend, timeout=COLLECTIVE_TIMEOUT)
         try:
             out = replay(driver, t.actions, expect_disabled=set(t.probes))
         finally:
@@ -115,7 +129,8 @@ def tour(model_ref, backend, max_len=60):
         for a in t.actions[: out.steps]:
             taken[a.name] = taken.get(a.name, 0) + 1
         if out.mismatch is not None:
-            row["disagreements"].append({"trace": k, "step": out.mismatch.step, "message": out.mismatch.message})
+            row["disagreements"].append({"trace": k, "step": out.mismatch.step, "message": out.mismatch.message,
+                                         "signature": signature(driver.model, out.mismatch, t.actions)})
     row["actions"] = action_coverage(cfg, taken)
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
@@ -188,7 +203,7 @@ def coverage(model_ref, backend, reset=False):
     from tiercheck.conformance.sglang import SGLangDriver
     from tiercheck.models import model_file
 
-    driver = SGLangDriver(load_config(model_ref), backend=backend)
+    driver = SGLangDriver(load_config(model_ref), backend=backend, timeout=COLLECTIVE_TIMEOUT)
     try:
         return driver.path_counts(reset=reset)
     finally:

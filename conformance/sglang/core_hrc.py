@@ -1,14 +1,15 @@
-"""One TP rank of upstream SGLang HiRadixCache (0.5.12.post1 - 0.5.14), driven by spec actions.
+"""One TP rank of upstream SGLang HiRadixCache (0.5.10 - 0.5.17), driven by spec actions.
 
-Before 0.5.18 HiCache's default cache is ``HiRadixCache`` (``mem_cache/hiradix_cache.py``):
+Up to 0.5.18 HiCache's default cache for an MHA model is ``HiRadixCache`` (``mem_cache/hiradix_cache.py``):
 one class holds the tree (``radix_cache.TreeNode``: ``value``, ``host_value``, ``lock_ref``,
 ``host_ref_counter``, ``write_through_pending_id``) and the protocol, and builds its host
 pool and controller itself from ``(CacheInitParams, ServerArgs)``. ``HiRadixRank`` keeps
 ``core.SGLangRank``'s actions, byte verification, controls and snapshot format and
 replaces only what reads or builds that shape.
 
-The sync actions call the release's own ``writing_check()`` / ``loading_check()``, whose
-MIN all-reduce (and, up to 0.5.13.post1, the early return before it when this rank has no
+The sync actions call the release's own ``writing_check()`` / ``loading_check()`` (0.5.17:
+after the fused ready-count round, as its ``check_hicache_events`` does), whose MIN
+all-reduce (and, up to 0.5.13.post1, the early return before it when this rank has no
 write-through in flight) run unchanged: a rank that skips the collective its peers
 entered is a gloo timeout, which the driver reports as a hung collective.
 
@@ -74,8 +75,7 @@ class HiRadixRank(SGLangRank):
         self._device_pools()
         params = CacheInitParams(
             disable=False, req_to_token_pool=self.req_to_token_pool,
-            token_to_kv_pool_allocator=self.allocator, page_size=1, tp_cache_group=group,
-            attn_cp_cache_group=group, attn_tp_cache_group=group)
+            token_to_kv_pool_allocator=self.allocator, page_size=1, **self.shim.group_params(group))
         self.cache = HiRadixCache(params=params, server_args=args)
         import atexit
 
@@ -153,10 +153,8 @@ class HiRadixRank(SGLangRank):
             self.order.target = None
 
     def _round(self, part: str):
-        """The release's own check, collective included (no fused round before 0.5.17)."""
-        if part == "writing_check":
-            self.cache.writing_check()
-        elif part == "loading_check":
-            self.cache.loading_check()
+        """The release's own check, collective included (shims.HiRadix13.sync)."""
+        self.shim.sync(self.cache, part)
+        if part == "loading_check":
             for anchor in [a for a in self.load_spans if a not in self.cache.ongoing_load_back]:
                 del self.load_spans[anchor]

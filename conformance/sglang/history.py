@@ -81,9 +81,14 @@ def run_release(py: Path, release: str, work: Path, args, log) -> dict:
 
 
 def replay_set(traces: list[str]) -> list[dict]:
-    """Inside a lane: replay each trace on this release; per trace agree/disagree + where."""
-    from tiercheck.conformance.runner import replay
+    """Inside a lane: replay each trace on this release, passing the known disagreements
+    the trace records (tiercheck.conformance.distinct); per trace: agrees / disagrees
+    (with the signature and step of the first disagreement past those) / unreached (a
+    disagreement the trace passes did not happen here, so its later steps cannot be
+    taken) / n/a (the model is not driven on this release)."""
+    from tiercheck.conformance.distinct import replay_past, signature
     from tiercheck.conformance.sglang import SGLangDriver
+    from tiercheck.conformance.sglang.campaign import COLLECTIVE_TIMEOUT
     from tiercheck.models import model_file
     from tiercheck.models.trace import read_trace
     import tomllib
@@ -94,18 +99,22 @@ def replay_set(traces: list[str]) -> list[dict]:
         cfg = model_file.parse(tomllib.loads(tr.model_toml), path).config
         backend = "gloo" if cfg.ranks > 1 else "lockstep"
         try:
-            driver = SGLangDriver(cfg, backend=backend)
+            driver = SGLangDriver(cfg, backend=backend, timeout=COLLECTIVE_TIMEOUT)
         except UserError as exc:
             out.append({"trace": path, "result": "n/a", "message": str(exc)})
             continue
         try:
-            res = replay(driver, tr.actions, expect_disabled=set(tr.meta.get("probes", ())))
+            res = replay_past(driver, tr.actions, tr.meta.get("passes") or (),
+                              expect_disabled=set(tr.meta.get("probes", ())))
         finally:
             driver.close()
         mm = res.mismatch
-        out.append({"trace": path, "result": "agrees" if mm is None else "disagrees",
-                    "step": None if mm is None else mm.step,
-                    "message": "" if mm is None else f"{mm.kind}: {mm.message.splitlines()[0]}"})
+        row = {"trace": path, "result": "unreached" if res.unreached else "agrees" if mm is None else "disagrees",
+               "passed": res.passed}
+        if mm is not None:
+            row.update(step=mm.step, signature=signature(driver.model, mm, tr.actions),
+                       message=f"{mm.kind}: {mm.message.splitlines()[0]}")
+        out.append(row)
     return out
 
 
@@ -123,28 +132,39 @@ def _replay_on(py: Path, traces: list[str], log, timeout: float) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
+def run_name(row) -> str:
+    """A campaign row's run as history.md names it: MODEL[-rR][@gloo] without the folder."""
+    return row["model"].split("/")[-1].replace(":", "-r") + ("@gloo" if row["backend"] == "gloo" else "")
+
+
 def _collect_findings(results: list[dict], traces_dir: Path) -> list[dict]:
-    """Every shrunk disagreement, copied under traces_dir as <run>-<hash>.json (a trace
-    the campaign shrank to the same bytes on several releases is stored once)."""
+    """Every distinct disagreement each run found, its shrunk trace copied under
+    traces_dir as <run>-<hash>.json (a trace shrunk to the same bytes on several releases
+    is stored once); tour disagreements without a trace."""
     traces_dir.mkdir(parents=True, exist_ok=True)
     found = []
     for res in results:
         for row in res.get("rows", ()):
-            if row.get("kind") != "conform" or row.get("result") != "disagrees" or not row.get("trace"):
+            run = run_name(row)
+            if row.get("kind") == "tour":
+                for d in row.get("disagreements", ()):
+                    found.append({"release": res["release"], "run": run + " (tour)", "trace": None,
+                                  "signature": d.get("signature"), "message": d["message"], "passes": [],
+                                  "steps": None, "backend": row["backend"]})
                 continue
-            src = Path(row["trace"])
-            digest = hashlib.sha256(src.read_bytes()).hexdigest()[:8]
-            run = row["model"].split("/")[-1].replace(":", "-r") + ("@gloo" if row["backend"] == "gloo" else "")
-            dst = traces_dir / f"{run.replace('@', '-')}-{digest}.json"
-            if not dst.exists():
-                shutil.copyfile(src, dst)
-            found.append({"release": res["release"], "run": run, "trace": str(dst), "message": row["message"],
-                          "steps": row.get("steps_after_shrink"), "backend": row["backend"]})
-        for row in res.get("rows", ()):
-            if row.get("kind") == "tour" and row.get("disagreements"):
-                found.append({"release": res["release"], "run": row["model"].split("/")[-1] + " (tour)",
-                              "trace": None, "message": row["disagreements"][0]["message"],
-                              "steps": None, "backend": row["backend"]})
+            if row.get("result") != "disagrees":
+                continue
+            for f in row.get("findings") or [row]:
+                if not f.get("trace"):
+                    continue
+                src = Path(f["trace"])
+                digest = hashlib.sha256(src.read_bytes()).hexdigest()[:8]
+                dst = traces_dir / f"{run.replace('@', '-')}-{digest}.json"
+                if not dst.exists():
+                    shutil.copyfile(src, dst)
+                found.append({"release": res["release"], "run": run, "trace": str(dst), "message": f["message"],
+                              "signature": f.get("signature"), "passes": f.get("passes", []),
+                              "steps": f.get("steps_after_shrink"), "backend": row["backend"]})
     return found
 
 
@@ -172,6 +192,9 @@ def add_arguments(p):
     p.add_argument("--out", default="docs/findings", help="history.md and traces/history/ go here")
     p.add_argument("--work", default=".tiercheck/history", help="raw campaign rows and logs")
     p.add_argument("--lanes-dir", help=f"lanes (default: ${lanes.ENV_VAR}, else the user cache)")
+    p.add_argument("--jobs", type=int, default=1, help="lanes replaying the findings' traces at once")
+    p.add_argument("--replays-per-finding", type=int, default=2,
+                   help="how many of each finding's traces (shortest first) every release replays")
     p.add_argument("--reuse", action="store_true",
                    help="take the campaign rows of the last run (--work) and only redo findings, replays, report")
     p.add_argument("--replay-set", nargs="+", help=argparse.SUPPRESS)
@@ -209,11 +232,20 @@ def run(args) -> int:
         # campaign run, and the next --reuse needs them too.
         (work / "results.json").write_text(json.dumps(results, indent=1, default=str))
         findings = _collect_findings(results, out / "traces" / "history")
-        traces = list(dict.fromkeys(f["trace"] for f in findings if f["trace"]))
+        from .history_report import group
+
+        # Each finding's shortest traces (1 rank first), not all of them: every replay on
+        # every release imports sglang, and a gloo trace that hangs waits out its timeout.
+        traces = [t for g in group(findings) for t in g["traces"][: args.replays_per_finding]]
         replays = {}
-        if traces:
-            for release, py in pythons.items():
-                replays[release] = {r["trace"]: r for r in _replay_on(py, traces, log, args.release_timeout)}
+        if traces:  # each release's lane replays the traces; lanes run side by side (--jobs)
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+                futures = {release: pool.submit(_replay_on, py, traces, log, args.release_timeout)
+                           for release, py in pythons.items()}
+            for release, fut in futures.items():
+                replays[release] = {r["trace"]: r for r in fut.result()}
     data = {"results": results, "findings": findings, "replays": replays,
             "budget": {"examples": args.examples, "steps": args.steps, "seed": args.seed, "runs": args.runs,
                        "tours": args.tours}}

@@ -1,15 +1,17 @@
 """history.md from a history campaign's results (history.json): release x finding.
 
-A finding is a shrunk disagreement the campaign produced on some release; traces found
-by the same run whose replays give the same verdict on every release are one finding.
-Each cell says what the finding's trace does on that release:
+A finding is a distinct disagreement (tiercheck.conformance.distinct.signature) the
+campaign produced on some release, with every shrunk trace of it. Each cell says what the
+finding is on that release:
 
-* **caught**: the campaign itself found this run's disagreement on this release, and
-  the trace disagrees there too;
-* **replays**: the campaign's run did not fail here within its budget, but the trace
-  disagrees (the bug is present);
-* **clean**: the trace replays and SGLang agrees with the spec (the bug is absent);
-* **n/a**: the release was skipped (no shim or no lane), or the trace's model cannot be
+* **caught**: the campaign itself found it on this release;
+* **replays**: the campaign did not find it here within its budget, but one of its
+  traces disagrees the same way (same signature: the bug is present);
+* **clean**: its traces replay and SGLang agrees with the spec (the bug is absent);
+* **unreached**: a disagreement its traces pass does not happen here, so their later
+  steps cannot be taken;
+* **masked**: its traces stop at another disagreement first;
+* **n/a**: the release was skipped (no shim or no lane), or the traces' models cannot be
   driven on it.
 
 The upstream column comes from ``upstream.toml`` next to history.md: written after the
@@ -19,6 +21,7 @@ campaign (the campaign never reads it), one table per upstream bug with ``pr``,
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from pathlib import Path
@@ -37,35 +40,54 @@ def _anchor(text: str) -> str:
     return re.sub(r"[^a-z0-9 _-]", "", text.lower()).replace(" ", "-")
 
 
-def _cell(finding, release, replays, found_on, skipped):
+def finding_id(sig: str) -> str:
+    """A stable short name for a signature: kind-action-hash."""
+    kind, _, rest = sig.partition(" at ")
+    action = rest.split(":", 1)[0]
+    return f"{kind}-{action}-{hashlib.sha1(sig.encode()).hexdigest()[:6]}"
+
+
+def _cell(g, release, replays, skipped):
+    """What the finding is on one release (module docstring)."""
     if release in skipped:
         return "n/a"
-    verdicts = [replays.get(release, {}).get(t, {}).get("result") for t in finding["traces"]]
-    if "disagrees" in verdicts:
-        return "**caught**" if release in found_on else "replays"
-    if "agrees" in verdicts:
+    if release in g["found_on"]:
+        return "**caught**"
+    rows = [replays.get(release, {}).get(t, {}) for t in g["traces"]]
+    if any(r.get("result") == "disagrees" and r.get("signature") == g["signature"] for r in rows):
+        return "replays"
+    results = {r.get("result") for r in rows}
+    if "agrees" in results:
         return "clean"
+    if "unreached" in results:
+        return "unreached"
+    if "disagrees" in results:
+        return "masked"
     return "n/a"
 
 
-def group(findings, replays, releases):
-    """One entry per (run, replay verdicts across releases)."""
+def group(findings):
+    """One entry per distinct signature: the runs and releases that found it, its traces
+    (shortest first)."""
     groups: dict = {}
     for f in findings:
-        if not f["trace"]:
-            key = (f["run"], f["message"])
-        else:
-            key = (f["run"], tuple(replays.get(r, {}).get(f["trace"], {}).get("result") for r in releases))
-        g = groups.setdefault(key, {"run": f["run"], "traces": [], "found_on": [], "messages": [],
-                                    "steps": []})
-        if f["trace"]:
+        sig = f.get("signature") or f"{f['run']}: {f['message'][:60]}"
+        g = groups.setdefault(sig, {"signature": sig, "runs": [], "traces": [], "found_on": [], "messages": [],
+                                    "steps": {}, "passes": {}})
+        if f["run"] not in g["runs"]:
+            g["runs"].append(f["run"])
+        if f["trace"] and f["trace"] not in g["traces"]:
             g["traces"].append(f["trace"])
-        g["found_on"].append(f["release"])
+            g["steps"][f["trace"]] = f["steps"]
+            g["passes"][f["trace"]] = f.get("passes") or []
+        if f["release"] not in g["found_on"]:
+            g["found_on"].append(f["release"])
         g["messages"].append(f["message"])
-        g["steps"].append(f["steps"])
     out = []
     for g in groups.values():
-        g["id"] = f"{g['run'].replace('@gloo', '-gloo').replace(' (tour)', '-tour')}-{g['found_on'][0]}"
+        g["id"] = finding_id(g["signature"])
+        # 1-rank traces first (cheapest to replay), then by length
+        g["traces"].sort(key=lambda t: ("gloo" in Path(t).name, g["steps"][t] or 0))
         out.append(g)
     return out
 
@@ -80,7 +102,7 @@ def write_report(data: dict, path: Path) -> None:
     upstream = tomllib.loads(upstream_file.read_text()) if upstream_file.exists() else {}
     for fid, target in upstream.pop("alias", {}).items():
         upstream[fid] = dict(upstream.get(target, {}), name=target)
-    groups = group(data["findings"], replays, ran)
+    groups = group(data["findings"])
     b = data["budget"]
     lines = [
         "# SGLang HiCache across releases: what the campaign finds",
@@ -96,18 +118,19 @@ def write_report(data: dict, path: Path) -> None:
         "",
         "## Releases",
         "",
-        "| release | status | lane setup (s) | campaign (s) | runs | disagreements |",
-        "|---|---|---|---|---|---|",
+        "| release | status | lane setup (s) | campaign (s) | runs | runs that disagree | distinct findings |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in results:
         if "skipped" in r:
-            lines.append(f"| {r['release']} | skipped: {r['skipped']} | | | | |")
+            lines.append(f"| {r['release']} | skipped: {r['skipped']} | | | | | |")
             continue
         bad = sum(x.get("result") == "disagrees" or bool(x.get("disagreements")) for x in r["rows"])
+        distinct = {f.get("signature") for f in data["findings"] if f["release"] == r["release"]}
         lines.append(f"| {r['release']} | ran | {r.get('setup_seconds', '')} | {r['seconds']} | "
-                     f"{len(r['rows'])} | {bad} |")
+                     f"{len(r['rows'])} | {bad} | {len(distinct)} |")
     lines += ["", "## Runs x releases", "",
-              "Stateful runs: result (steps applied before the first disagreement, or in all);"
+              "Stateful runs: distinct disagreements found (steps applied in the search, all rounds);"
               " tours: disagreeing traces / traces.", ""]
     by_run: dict = {}
     unmapped: dict = {}  # why a run is n/a -> releases
@@ -118,7 +141,8 @@ def write_report(data: dict, path: Path) -> None:
                 cell = "n/a"
                 unmapped.setdefault(row["message"].split(": ", 1)[-1], []).append(r["release"])
             elif row["kind"] == "conform":
-                cell = f"{row['result']} ({row['steps']})"
+                n = len(row.get("findings") or ()) or (row["result"] == "disagrees")
+                cell = f"{n} found ({row['steps']})" if n else f"conforms ({row['steps']})"
             else:
                 cell = f"{len(row['disagreements'])}/{row['traces']} disagree"
             by_run.setdefault(name, {})[r["release"]] = cell
@@ -139,38 +163,58 @@ def write_report(data: dict, path: Path) -> None:
         never = [n for n, k in sorted(taken.items()) if not k]
         why = [f"`{n}` ({NOT_DRIVEN.get(n, 'not reached within the budget')})" for n in never]
         lines.append(f"- {r['release']}: {', '.join(why) if why else 'none'}")
-    lines += ["", "## Findings x releases", ""]
+    lines += ["", "## Findings x releases", "",
+              "One row per distinct disagreement (its signature: the kind of mismatch, the action that "
+              "showed it, the spec fields that differ; `(some ranks)`: only some replicas differ). "
+              "Each stateful run continues past the disagreements it already found "
+              "(tiercheck.conformance.distinct), so a finding behind another one is reported too; its "
+              "trace records what it passes. caught: found by the campaign on that release; replays: not "
+              "found there within the budget but a trace of it disagrees the same way; clean: the traces "
+              "replay and SGLang agrees with the spec; unreached: a disagreement the trace passes does not "
+              "happen on that release (the trace's later steps cannot be taken); masked: another "
+              "disagreement comes first; n/a: not driven there.", ""]
     if not groups:
         lines.append("No run disagreed on any release.")
     else:
-        lines.append("| finding | run | " + " | ".join(ran) + " | upstream fix |")
-        lines.append("|---|---|" + "---|" * len(ran) + "---|")
+        lines.append("| finding | signature | runs | " + " | ".join(ran) + " | upstream fix |")
+        lines.append("|---|---|---|" + "---|" * len(ran) + "---|")
         for g in groups:
             up = upstream.get(g["id"], {})
             fix = (f"{up['name']}: " if up.get("name") else "") + up.get("pr", "")
             if up.get("fixed_in"):
                 fix += f" (first in {up['fixed_in']})"
-            cells = [_cell(g, r, replays, set(g["found_on"]), skipped) for r in ran]
-            lines.append(f"| [{g['id']}](#{_anchor(g['id'])}) | `{g['run']}` | " + " | ".join(cells) + f" | {fix} |")
+            cells = [_cell(g, r, replays, skipped) for r in ran]
+            runs = ", ".join(f"`{r}`" for r in g["runs"])
+            lines.append(f"| [{g['id']}](#{_anchor(g['id'])}) | {g['signature']} | {runs} | "
+                         + " | ".join(cells) + f" | {fix} |")
         lines += ["", "## Each finding", ""]
         for g in groups:
             up = upstream.get(g["id"], {})
             lines += [f"### {g['id']}", ""]
-            lines.append(f"Found by `{g['run']}` on {', '.join(g['found_on'])}: {g['messages'][0]}")
+            lines.append(f"Signature `{g['signature']}`, found by {', '.join(f'`{r}`' for r in g['runs'])} on "
+                         f"{', '.join(g['found_on'])}: {g['messages'][0]}")
             lines.append("")
             if up.get("note"):
                 lines += [up["note"].strip(), ""]
-            gloo = " --backend gloo" if "@gloo" in g["run"] else ""
-            for t in dict.fromkeys(g["traces"]):
+            for t in g["traces"][:3]:
                 rel = Path(t)
+                gloo = " --backend gloo" if "gloo" in rel.name else ""
+                caught = [r for r in ran if _cell({**g, "traces": [t], "found_on": []}, r, replays, skipped)
+                          == "replays"]
                 clean = [r for r in ran if replays.get(r, {}).get(t, {}).get("result") == "agrees"]
-                lines.append(f"- [{rel.name}](traces/history/{rel.name}) ({g['steps'][0]} steps). "
-                             f"On {g['found_on'][0]} it disagrees (exit 1): "
-                             f"`$(tiercheck lane python sglang=={g['found_on'][0]}) -m tiercheck replay {rel} "
+                on = caught[0] if caught else g["found_on"][0]
+                passes = g["passes"].get(t) or []
+                past = f", passing {'; '.join(f'`{p}`' for p in passes)}" if passes else ""
+                lines.append(f"- [{rel.name}](traces/history/{rel.name}) ({g['steps'][t]} steps{past}). "
+                             f"On {on} it disagrees (exit 1): "
+                             f"`$(tiercheck lane python sglang=={on}) -m tiercheck replay {rel} "
                              f"--impl sglang{gloo}`")
                 if clean:
                     lines.append(f"  On {clean[0]} SGLang agrees with the spec (exit 0): the same command "
                                  f"with `sglang=={clean[0]}`.")
+            if len(g["traces"]) > 3:
+                lines.append(f"- and {len(g['traces']) - 3} more traces of it: "
+                             + ", ".join(f"[{Path(t).name}](traces/history/{Path(t).name})" for t in g["traces"][3:]))
             lines.append("")
     extra = path.parent / "history-notes.md"
     if extra.exists():

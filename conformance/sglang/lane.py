@@ -54,11 +54,11 @@ MARKER = "lane.json"
 
 def release_extras(version: str) -> tuple[list[str], list[str]]:
     """(packages, import-only stand-ins) a release needs beyond its pins on a CPU lane:
-    einops is imported at module level from 0.5.12.post1 to 0.5.19 without being declared;
+    einops is imported at module level from 0.5.12 to 0.5.19 without being declared;
     before 0.5.16 the host pool imports sgl_kernel (a CUDA build) unconditionally, and only
     calls the transfer functions the CPU patches replace."""
     v = parse(version)
-    packages = ["einops"] if parse("0.5.12.post1") <= v < parse("0.5.20") else []
+    packages = ["einops"] if parse("0.5.12") <= v < parse("0.5.20") else []
     stubs = ["sgl_kernel"] if v < parse("0.5.16") else []
     return packages, stubs
 

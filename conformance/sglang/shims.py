@@ -13,11 +13,14 @@ a silently different run.
 | ``Unified20`` | 0.5.20 | backups are submitted at insert (no ``flush_pending_backups``); the TreeCore backend is an environment variable |
 | ``Unified19`` | 0.5.19 | no ``match_full_device_prefix`` (the adapter reads the device prefix itself), ``get_hash_str`` for L3 keys, ComponentType in ``unified_cache.component_type`` |
 | ``Unified18`` | 0.5.18 | the device eviction walk returns the node id alone (no progress flag); the fused round has no prefetch-ack queue size |
-| ``HiRadix13`` | 0.5.13.post1 - 0.5.14 | another cache class: HiRadixCache, driven by ``core_hrc.HiRadixRank`` |
-| ``HiRadix12`` | 0.5.12.post1 | one node per write-through ack (no ``write_through_pending_id``); no collective in ``loading_check`` |
+| ``HiRadix17`` | 0.5.17 | another cache class: HiRadixCache (the default for MHA up to 0.5.18), driven by ``core_hrc.HiRadixRank``; the fused ready-count round passes its counts to ``writing_check`` / ``loading_check`` |
+| ``HiRadix15`` | 0.5.15 - 0.5.16 | each check runs its own MIN all-reduce; the write_through eviction is ``_evict_write_through`` |
+| ``HiRadix13`` | 0.5.13 - 0.5.14 | before the eviction rework; (0.5.13, 0.5.13.post1) ``writing_check`` returns before its all-reduce when this rank has nothing in flight |
+| ``HiRadix12`` | 0.5.11 - 0.5.12.post1 | one node per write-through ack (no ``write_through_pending_id``); no collective in ``loading_check`` |
+| ``HiRadix10`` | 0.5.10, 0.5.10.post1 | no attention process groups (collectives on the TP group itself) |
 
 ``Shim.core`` names the adapter core that drives the release: ``urc`` (core.py) or
-``hrc`` (core_hrc.py). Other releases before 0.5.18 have no shim: ``select`` says why.
+``hrc`` (core_hrc.py). Older releases have no shim: ``select`` says why.
 """
 
 from __future__ import annotations
@@ -179,13 +182,14 @@ HRC = "sglang.srt.mem_cache.hiradix_cache:HiRadixCache"
 class HiRadix13:
     """HiRadixCache with per-ack write-through bookkeeping (``ongoing_write_through``
     entries of (lock node, backup length, publish nodes); ``write_through_pending_id``)
-    and a MIN all-reduce in both ``writing_check`` and ``loading_check``."""
+    and a MIN all-reduce in both ``writing_check`` and ``loading_check`` (0.5.13:
+    ``writing_check`` still returns before it when this rank has nothing in flight)."""
 
-    name, first, last, core = "HiRadix13", "0.5.13.post1", "0.5.14", "hrc"
+    name, first, last, core = "HiRadix13", "0.5.13", "0.5.14", "hrc"
     REQUIRES = (
         f"{HRC}.match_prefix", f"{HRC}.insert", f"{HRC}.evict", f"{HRC}.evict_host", f"{HRC}.load_back",
         f"{HRC}.ready_to_load_host_cache", f"{HRC}.writing_check", f"{HRC}.loading_check",
-        f"{HRC}._finish_write_through_ack", f"{HRC}.write_backup",
+        f"{HRC}._finish_write_through_ack", f"{HRC}.write_backup", f"{HRC}._all_reduce_attn_groups",
         f"{HCC}.start_writing", f"{HCC}.start_loading", f"{HCC}.write",
     )
 
@@ -198,6 +202,14 @@ class HiRadix13:
     def flush_backups(self, rank) -> None:
         return None  # write() submits each backup at once
 
+    def group_params(self, group) -> dict:
+        """CacheInitParams' process groups: the collectives run on the attention groups."""
+        return {"tp_cache_group": group, "attn_cp_cache_group": group, "attn_tp_cache_group": group}
+
+    def sync(self, cache, part: str) -> None:
+        """One part of check_hicache_events, with the release's own collective."""
+        cache.writing_check() if part == "writing_check" else cache.loading_check()
+
     def host_writing(self, cache, node) -> bool:
         """Whether the node's host copy waits for its D->H ack."""
         return node.write_through_pending_id is not None
@@ -208,11 +220,36 @@ class HiRadix13:
         return publish[0], publish[-1]
 
 
+class HiRadix15(HiRadix13):
+    """After the eviction rework (``_evict_write_through`` over ``_make_eviction_heap``,
+    the same victim order and stop rule for write_through); 0.5.16 reads the ack records
+    by attribute (the held-ack wrapper keeps them NamedTuples)."""
+
+    name, first, last = "HiRadix15", "0.5.15", "0.5.16"
+    REQUIRES = HiRadix13.REQUIRES + (f"{HRC}._evict_write_through", f"{HRC}._make_eviction_heap")
+
+
+class HiRadix17(HiRadix15):
+    """The scheduler's check_hicache_events does one fused MIN round
+    (``_sync_hicache_ready_counts``) and passes the counts to ``writing_check`` /
+    ``loading_check`` (their own collective runs only without a count)."""
+
+    name, first, last = "HiRadix17", "0.5.17", "0.5.17"
+    REQUIRES = HiRadix15.REQUIRES + (f"{HRC}._sync_hicache_ready_counts",)
+
+    def sync(self, cache, part: str) -> None:
+        w, l, _storage = cache._sync_hicache_ready_counts()
+        if part == "writing_check":
+            cache.writing_check(finish_count=w)
+        else:
+            cache.loading_check(finish_count=l)
+
+
 class HiRadix12(HiRadix13):
     """``ongoing_write_through`` maps an ack id to the one node it was submitted for (a
     split leaves the upper half out); ``loading_check`` has no collective."""
 
-    name, first, last = "HiRadix12", "0.5.12.post1", "0.5.12.post1"
+    name, first, last = "HiRadix12", "0.5.11", "0.5.12.post1"
     REQUIRES = tuple(r for r in HiRadix13.REQUIRES if not r.endswith("._finish_write_through_ack"))
 
     def host_writing(self, cache, node) -> bool:
@@ -223,18 +260,22 @@ class HiRadix12(HiRadix13):
         return node, node
 
 
+class HiRadix10(HiRadix12):
+    """No attention groups yet: the collectives run on the TP group itself
+    (``torch.distributed.all_reduce(..., group=self.tp_group)`` when it has more than one
+    rank)."""
+
+    name, first, last = "HiRadix10", "0.5.10", "0.5.10.post1"
+    REQUIRES = tuple(r for r in HiRadix12.REQUIRES
+                     if not r.endswith("._all_reduce_attn_groups"))
+
+    def group_params(self, group) -> dict:
+        return {"tp_cache_group": group}
+
+
 SHIMS = (Shim(), Unified21(), Unified20(), Unified19(), Unified18())  # newest first
-HRC_SHIMS = (HiRadix13(), HiRadix12())
-NO_SHIM = (
-    ("0.5.17", "UnifiedRadixCache without the write_back duplicate reclaim and load-back pending marks "
-               "(the spec's sglang models need both); no shim"),
-    ("0.5.14.post1", "HiRadixCache after the 0.5.15 eviction rework (_evict_write_back/_evict_write_through): "
-                     "no HiRadixCache shim for this shape yet"),
-    ("0.5.13", "HiRadixCache release between the HiRadix12 and HiRadix13 shapes, not probed: no shim"),
-    ("0.5.11", "HiRadixCache release not probed with the HiRadix12 shim (same collectives per the "
-               "function diffs): no shim yet"),
-    ("0.0.0", "HiRadixCache 0.5.10 (collectives on the plain TP group): no HiRadixCache shim for it yet"),
-)
+HRC_SHIMS = (HiRadix17(), HiRadix15(), HiRadix13(), HiRadix12(), HiRadix10())  # newest first
+NO_SHIM = ()  # (first release, why): releases in the supported range without a shim
 
 
 def select(version: str) -> Shim:

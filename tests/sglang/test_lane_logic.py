@@ -35,14 +35,18 @@ def test_lane_spec():
 @pytest.mark.parametrize("version, shim", [
     ("0.5.23", "Unified22"), ("0.5.22", "Unified22"), ("0.5.21", "Unified21"), ("0.5.20", "Unified20"),
     ("0.5.19", "Unified19"), ("0.5.18", "Unified18"), ("0.5.30", "Unified22"),
-    ("0.5.14", "HiRadix13"), ("0.5.13.post1", "HiRadix13"), ("0.5.12.post1", "HiRadix12"),
+    ("0.5.17", "HiRadix17"), ("0.5.16", "HiRadix15"), ("0.5.15.post1", "HiRadix15"), ("0.5.15", "HiRadix15"),
+    ("0.5.14", "HiRadix13"), ("0.5.13.post1", "HiRadix13"), ("0.5.13", "HiRadix13"),
+    ("0.5.12.post1", "HiRadix12"), ("0.5.12", "HiRadix12"), ("0.5.11", "HiRadix12"),
+    ("0.5.10.post1", "HiRadix10"), ("0.5.10", "HiRadix10"),
 ])
 def test_shim_selection(version, shim):
     assert shims.select(version).name == shim
 
 
 @pytest.mark.parametrize("version, core", [
-    ("0.5.23", "urc"), ("0.5.18", "urc"), ("0.5.14", "hrc"), ("0.5.13.post1", "hrc"), ("0.5.12.post1", "hrc"),
+    ("0.5.23", "urc"), ("0.5.18", "urc"), ("0.5.17", "hrc"), ("0.5.14", "hrc"), ("0.5.13.post1", "hrc"),
+    ("0.5.12.post1", "hrc"), ("0.5.10", "hrc"),
 ])
 def test_release_selects_its_adapter_core(version, core):
     """UnifiedRadixCache releases go to core.SGLangRank, HiRadixCache ones to core_hrc."""
@@ -50,13 +54,26 @@ def test_release_selects_its_adapter_core(version, core):
     assert shims.cache_module(version).endswith("unified_radix_cache" if core == "urc" else "hiradix_cache")
 
 
-@pytest.mark.parametrize("version, why", [
-    ("0.5.17", "duplicate reclaim"), ("0.5.15.post1", "eviction rework"), ("0.5.15", "eviction rework"),
-    ("0.5.13", "not probed"), ("0.5.12", "not probed"), ("0.5.10", "HiRadixCache 0.5.10"),
-])
-def test_no_shim_says_why(version, why):
-    with pytest.raises(UserError, match=why):
+def test_every_release_in_the_history_range_has_a_shim_and_older_ones_say_why():
+    for version in RELEASES:
         shims.select(version)
+    with pytest.raises(UserError, match="older than every supported release"):
+        shims.select("0.5.9")
+
+
+def test_hiradix_shims_differ_only_where_releases_do():
+    """Each HiRadixCache shim expects what its releases add and drops what they lack."""
+    by_name = {s.name: s for s in shims.HRC_SHIMS}
+    req = {n: set(s.REQUIRES) for n, s in by_name.items()}
+    assert req["HiRadix17"] - req["HiRadix15"] == {f"{shims.HRC}._sync_hicache_ready_counts"}
+    assert req["HiRadix15"] - req["HiRadix13"] == {f"{shims.HRC}._evict_write_through",
+                                                   f"{shims.HRC}._make_eviction_heap"}
+    assert req["HiRadix13"] - req["HiRadix12"] == {f"{shims.HRC}._finish_write_through_ack"}
+    assert req["HiRadix12"] - req["HiRadix10"] == {f"{shims.HRC}._all_reduce_attn_groups"}
+    group = object()
+    assert by_name["HiRadix10"].group_params(group) == {"tp_cache_group": group}
+    assert set(by_name["HiRadix12"].group_params(group)) == {"tp_cache_group", "attn_cp_cache_group",
+                                                             "attn_tp_cache_group"}
 
 
 def test_shims_differ_only_where_releases_do():
@@ -130,7 +147,8 @@ def test_lane_list_orders_by_release_and_python_of_missing(tmp_path):
 
 
 def test_release_extras():
-    assert lanes.release_extras("0.5.12.post1") == (["einops"], ["sgl_kernel"])
+    assert lanes.release_extras("0.5.12.post1") == lanes.release_extras("0.5.12") == (["einops"], ["sgl_kernel"])
+    assert lanes.release_extras("0.5.11") == ([], ["sgl_kernel"])
     assert lanes.release_extras("0.5.16") == (["einops"], [])
     assert lanes.release_extras("0.5.20") == ([], [])
 

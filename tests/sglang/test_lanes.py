@@ -81,7 +81,7 @@ def _history_cases():
     cases = []
     for trace, per_release in data.get("expected", {}).items():
         verdict = per_release.get(_version() or "")
-        if verdict in ("agrees", "disagrees"):
+        if verdict in ("agrees", "disagrees", "unreached"):
             cases.append(pytest.param(trace, verdict, id=Path(trace).stem))
     return cases
 
@@ -117,6 +117,36 @@ def test_writing_check_with_one_empty_write_queue():
     finally:
         driver.close()
     assert state.hung == ("writing_check" if parse(_version()) <= parse("0.5.13.post1") else "")
+
+
+@pytest.mark.gloo
+def test_a_replay_passing_the_admission_divergence_reaches_the_early_return():
+    """The same hang found the campaign's way (tiercheck.conformance.distinct), on the
+    shipped model with the spec's agreed admission: the first step's disagreement (one
+    rank backs the node up, the other does not) gets its signature from a replay, and a
+    replay passing that signature goes on to writing_check, which hangs up to
+    0.5.13.post1 (HiRadixCache) and agrees with the spec after it."""
+    from tiercheck.conformance.distinct import first_new, signature
+    from tiercheck.conformance.sglang import SGLangDriver
+    from tiercheck.conformance.sglang.versions import parse
+    from tiercheck.models import model_file
+    from tiercheck.spec.action import act
+    from tiercheck.spec.model import Model
+
+    cfg = model_file.load("sglang/wt-alloc-2r").config
+    model = Model(cfg)
+    factory = lambda: SGLangDriver(cfg, backend="gloo", timeout=5.0)  # noqa: E731
+    first = [act("insert", req=0, fail=(0,))]
+    out = first_new(factory, first, ())
+    assert out.mismatch is not None  # every release decides host admission per rank
+    known = [signature(model, out.mismatch, first)]
+    trace = first + [act("writing_check")]
+    out = first_new(factory, trace, known)
+    assert out.passed == known
+    if shims.select(_version()).core == "hrc" and parse(_version()) <= parse("0.5.13.post1"):
+        assert out.mismatch is not None and signature(model, out.mismatch, trace) == "state at writing_check: hung"
+    else:
+        assert out.mismatch is None
 
 
 @pytest.mark.slow
