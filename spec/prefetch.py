@@ -1,10 +1,16 @@
 """Storage -> host: prefetch_from_storage, the L3->H reads per rank, check_prefetch_progress
-(termination agreed with a MAX all-reduce, completed pages with a MIN all-reduce)."""
+(termination agreed with a MAX all-reduce, completed pages with a MIN all-reduce).
+
+Option ``prefetch_at_hit`` (SGLang 0.5.20+): the host slots are taken when the storage hit
+query returns (MIN over the ranks' hits), as many as that hit, fewer when the host is
+short after evicting; a prefetch is declined while the pages requested by those in flight
+reach half the host pool; one read thread per rank finishes the reads in issue order.
+"""
 
 from __future__ import annotations
 
 from .action import act
-from .host_eviction import allocate_host
+from .host_eviction import allocate_host, evict_host
 from .state import ABSENT, HOST_RESIDENT, Node, matched_prefix
 from .tree import add_node, ensure_boundary, update_node
 
@@ -32,6 +38,25 @@ def _source(m, rank: int) -> int:
     return 0 if m.cfg.single_writer else rank
 
 
+def _held_from(m, s, r: int, path, k: int) -> int:
+    """Pages of ``path`` from index ``k`` on that rank ``r``'s store holds, up to the first miss."""
+    held, got = s.store[_source(m, r)], 0
+    while k + got < len(path) and held >> path[k + got] & 1:
+        got += 1
+    return got
+
+
+def _storage_hit(m, s, req: int, k: int) -> int:
+    """prefetch_at_hit: the hit query's pages, MIN over the ranks."""
+    path = m.pages.request_pages[req]
+    return min(_held_from(m, s, r, path, k) for r in range(m.cfg.ranks))
+
+
+def _occupied(m, rs) -> int:
+    """Pages requested by the prefetches in flight (prefetch_tokens_occupied)."""
+    return sum(len(m.pages.request_pages[req]) - k for req, _a, k, _n in rs.pq)
+
+
 def prefetch_params(m, s):
     if not (m.cfg.prefetch and m.cfg.storage):
         return
@@ -49,6 +74,10 @@ def prefetch_guard(m, s, a):
     anchors = [_anchor(m, rs, req) for rs in s.ranks]
     if anchors[0] is None or any(x != anchors[0] for x in anchors):
         return False
+    if m.cfg.prefetch_at_hit:
+        # prefetch_rate_limited (half the host pool), then a hit below one page is revoked.
+        return (_occupied(m, s.ranks[0]) < m.cfg.host_pages // 2
+                and _storage_hit(m, s, req, anchors[0][0]) > 0)
     first = m.pages.request_pages[req][anchors[0][0]]
     # Only worth a host reservation when the storage hit query finds the next page.
     return any(s.store[_source(m, r)] >> first & 1 for r in range(m.cfg.ranks))
@@ -67,6 +96,9 @@ def prefetch_from_storage(m, s, a):
 
     # protect_host first: the fallback host eviction must not take the anchor away.
     ranks = [protect(rs, +1) for rs in s.ranks]
+    if m.cfg.prefetch_at_hit:
+        return s._replace(ranks=tuple(_take_at_hit(m, rs, req, anchor, k, _storage_hit(m, s, req, k), protect)
+                                      for rs in ranks))
     ranks, oks = allocate_host(m, ranks, n, frozenset(a.get("fail", ())))
     out = []
     for rs, ok in zip(ranks, oks):
@@ -80,6 +112,17 @@ def prefetch_from_storage(m, s, a):
     return s._replace(ranks=tuple(out))
 
 
+def _take_at_hit(m, rs, req, anchor, k, hit, protect):
+    """allocate_storage_hit: the hit's pages, else evict_host(hit) and take the hit or
+    what is free (partial); nothing free: the prefetch is revoked (evictions stay)."""
+    if rs.host_free < hit:
+        rs = evict_host(m, rs, hit)
+    n = min(hit, rs.host_free)
+    if n < 1:
+        return protect(rs, -1)
+    return rs._replace(host_free=rs.host_free - n, pq=rs.pq + ((req, anchor, k, n),), pdone=rs.pdone + (NOT_DONE,))
+
+
 def prefetch_io_params(m, s):
     for r, rs in enumerate(s.ranks):
         for i in range(len(rs.pq)):
@@ -89,6 +132,8 @@ def prefetch_io_params(m, s):
 def prefetch_io_guard(m, s, a):
     r, i = a["rank"], a["op"]
     rs = s.ranks[r]
+    if m.cfg.prefetch_at_hit and NOT_DONE in rs.pdone[:i]:
+        return False  # one read thread: an earlier read finishes first
     return i < len(rs.pq) and rs.pdone[i] == NOT_DONE
 
 
@@ -98,11 +143,7 @@ def prefetch_io(m, s, a):
     r, i = a["rank"], a["op"]
     rs = s.ranks[r]
     req, _anchor_end, k, n = rs.pq[i]
-    path = m.pages.request_pages[req]
-    held = s.store[_source(m, r)]
-    got = 0
-    while got < n and held >> path[k + got] & 1:
-        got += 1
+    got = min(n, _held_from(m, s, r, m.pages.request_pages[req], k))
     pdone = list(rs.pdone)
     pdone[i] = got
     ranks = list(s.ranks)

@@ -29,7 +29,6 @@ from tiercheck.spec.model import Model
 from ..refinement import concretize, refine
 
 UNSUPPORTED = {
-    "prefetch": "prefetch (host slots taken at hit time, background hit/ack collectives) is not mapped",
     "mirror_release": "no supported release has mirror release (PR #33862 is not merged)",
     "single_writer": "the lane builds an MHA cache (no MLA single writer)",
     "cp_planner": "the CP load-back planner is not part of HiCache's UnifiedRadixCache",
@@ -62,9 +61,31 @@ def check_supported(cfg, version: str | None = None) -> None:
     for flag, why in UNSUPPORTED.items():
         if getattr(cfg, flag):
             raise UserError(f"--impl sglang: model has {flag} = true, which the adapter cannot drive: {why}")
+    if cfg.prefetch:
+        _check_prefetch(cfg, version)
     if cfg.policy == "write_back" and not cfg.duplicate_reclaim:
         raise UserError("--impl sglang: SGLang always reclaims host duplicates under write_back: "
                         "set duplicate_reclaim = true")
+
+
+PREFETCH_FIRST = "0.5.23"  # the prefetch pipeline the adapter maps (CacheRequestHandle, timeout vote)
+
+
+def _check_prefetch(cfg, version):
+    from .versions import parse
+
+    if version is not None and parse(version) < parse(PREFETCH_FIRST):
+        raise UserError(f"--impl sglang: prefetch is mapped for SGLang {PREFETCH_FIRST}'s pipeline, "
+                        f"not {version}'s")
+    if not cfg.prefetch_at_hit:
+        raise UserError("--impl sglang: SGLang takes prefetch host slots when the storage hit query "
+                        "returns: set prefetch_at_hit = true")
+    if cfg.write_back:
+        raise UserError("--impl sglang: prefetch is mapped under write_through (a prefetch step's "
+                        "fused round would also settle write_back's reclaim digest)")
+    if cfg.host_pages >= 4:
+        raise UserError("--impl sglang: prefetch needs host_pages <= 3 (at most one prefetch in flight: "
+                        "SGLang's one read thread cannot cut a read queued behind another)")
 
 
 def _params(model, action) -> dict:
@@ -115,6 +136,9 @@ class SGLangDriver:
         else:
             ranks = list(range(m.cfg.ranks))
         try:
+            if action.name == "check_prefetch_progress":
+                # Whether every rank's read ran decides how the step ends (acks drained or cut).
+                params["all_read"] = all(self._call(ranks, "prefetch_read_done", params["op"]))
             self._call(ranks, "apply", action.name, params, fail)
         except _Hung:
             self.hung = action.name
