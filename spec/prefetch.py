@@ -4,14 +4,15 @@
 Option ``prefetch_at_hit`` (SGLang 0.5.20+): the host slots are taken when the storage hit
 query returns (MIN over the ranks' hits), as many as that hit, fewer when the host is
 short after evicting; a prefetch is declined while the pages requested by those in flight
-reach half the host pool; one read thread per rank finishes the reads in issue order.
+reach half the host pool; one read thread per rank finishes the reads in issue order;
+a fetched page already in the tree without a host copy takes the fetched one.
 """
 
 from __future__ import annotations
 
 from .action import act
 from .host_eviction import allocate_host, evict_host
-from .state import ABSENT, HOST_RESIDENT, Node, matched_prefix
+from .state import ABSENT, HOST_RESIDENT, Node, matched_prefix, node_len
 from .tree import add_node, ensure_boundary, update_node
 
 NOT_DONE = -1  # pdone entry of a read that has not finished on that rank
@@ -151,6 +152,23 @@ def prefetch_io(m, s, a):
     return s._replace(ranks=tuple(ranks))
 
 
+def _refill(m, rs, pages):
+    """prefetch_at_hit (insert_host under write_through): a fetched node the tree holds
+    without a host copy takes the fetched slots as its host copy; the slots of nodes with
+    one are freed. Returns (rank state, pages freed)."""
+    freed, p = 0, 0
+    while p < len(pages):
+        end = rs.owner[pages[p]]
+        node = rs.nodes[end]
+        size = node_len(m.pages, rs, end)
+        if node.host == ABSENT:
+            rs = update_node(rs, end, host=HOST_RESIDENT)
+        else:
+            freed += size
+        p += size
+    return rs, freed
+
+
 def check_prefetch_params(m, s):
     if not s.ranks[0].pq:
         return
@@ -181,11 +199,14 @@ def check_prefetch_progress(m, s, a):
             have += 1
         if have:
             rs = ensure_boundary(m, rs, fetched[have - 1])
+        freed = have
+        if cfg.prefetch_at_hit:
+            rs, freed = _refill(m, rs, fetched[:have])
         if have < len(fetched):
             start, end = fetched[have], fetched[-1]
             rs = add_node(m.pages, rs, start, end, Node(start=start, dev=ABSENT, host=HOST_RESIDENT))
         tail = n - completed
-        free_now = have + (tail if cfg.has("prefetch-double-free") else 0)
+        free_now = freed + (tail if cfg.has("prefetch-double-free") else 0)
         rs = rs._replace(
             host_free=rs.host_free + free_now,
             relq=rs.relq + ((tail,) if tail else ()),
