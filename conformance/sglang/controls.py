@@ -125,13 +125,9 @@ class StorageGate:
         backup, page_set = cc._page_backup, cc.page_set_func
 
         def gated_backup(operation):
-            while True:
-                try:
-                    pages = self.tokens.get(timeout=0.1)
-                    break
-                except queue.Empty:
-                    if cc.storage_stop_event.is_set():
-                        return None  # shutting down: nothing more is written
+            pages = self._wait_token()
+            if pages is None:
+                return None  # shutting down: nothing more is written
             self.budget = pages
             try:
                 return backup(operation)
@@ -146,6 +142,16 @@ class StorageGate:
             return page_set(hashes, host_indices, extra_info)
 
         cc._page_backup, cc.page_set_func = gated_backup, budgeted_set
+        # (An MLA follower's _page_backup writes nothing, backup_skip, and is gated the same.)
+
+    def _wait_token(self):
+        """The pages the adapter lets the next backup store; None once the cache stops."""
+        while True:
+            try:
+                return self.tokens.get(timeout=0.1)
+            except queue.Empty:
+                if self.cc.storage_stop_event.is_set():
+                    return None
 
     def restore(self) -> None:
         self._cc_mod.STORAGE_BATCH_SIZE = self._batch

@@ -154,13 +154,20 @@ class SGLangRank:
         """The device side the scheduler owns: request slots, one-layer KV pool, allocator
         (page size 1, so a spec page is one token)."""
         from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
-        from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
+        from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, MLATokenToKVPool, ReqToTokenPool
 
         pages = self.cfg.device_pages
         self.req_to_token_pool = ReqToTokenPool(size=4, max_context_len=64, device="cpu",
                                                 enable_memory_saver=False)
-        self.kv_pool = MHATokenToKVPool(size=pages, page_size=1, dtype=torch.float32, head_num=1, head_dim=2,
-                                        layer_num=1, device="cpu", enable_memory_saver=False)
+        if self.cfg.single_writer:
+            # An MLA-shaped pool (one latent row per token, replicated on every TP rank):
+            # the controller then makes rank 0 the only storage writer (backup_skip).
+            self.kv_pool = MLATokenToKVPool(size=pages, page_size=1, dtype=torch.float32, kv_lora_rank=1,
+                                            qk_rope_head_dim=1, layer_num=1, device="cpu",
+                                            enable_memory_saver=False)
+        else:
+            self.kv_pool = MHATokenToKVPool(size=pages, page_size=1, dtype=torch.float32, head_num=1,
+                                            head_dim=2, layer_num=1, device="cpu", enable_memory_saver=False)
         self.allocator = TokenToKVPoolAllocator(size=pages, dtype=torch.float32, device="cpu",
                                                 kvcache=self.kv_pool, need_sort=False)
 
@@ -507,9 +514,11 @@ class SGLangRank:
         if not len(slots):
             return
         vals = torch.tensor([self._expected(p) for p in paths], dtype=torch.float32)
-        k, v = self.kv_pool.get_key_buffer(0), self.kv_pool.get_value_buffer(0)
+        k = self.kv_pool.get_key_buffer(0)
         k[slots] = vals.view(-1, 1, 1).expand(-1, *k.shape[1:])
-        v[slots] = -vals.view(-1, 1, 1).expand(-1, *v.shape[1:])
+        if not self.cfg.single_writer:  # MLA's value is a view of the latent row
+            v = self.kv_pool.get_value_buffer(0)
+            v[slots] = -vals.view(-1, 1, 1).expand(-1, *v.shape[1:])
 
     # -- observation ----------------------------------------------------------------------
 
@@ -564,7 +573,8 @@ class SGLangRank:
             sq = [self.storage_spans[op] for op in cache.ongoing_backup]
             with cc.ack_backup_queue.mutex:
                 acked = list(cc.ack_backup_queue.queue)
-            sdone = [op.completed_tokens for op in acked]
+            # An MLA follower (backup_skip) acks without writing: the spec's SKIP ack (-1).
+            sdone = [-1 if cc.backup_skip else op.completed_tokens for op in acked]
         pq, pdone, relq = self._prefetch_queues()
         dups = []
         if self.cfg.write_back:
@@ -590,7 +600,8 @@ class SGLangRank:
             "closed": False,
             "dups": dups,
             "victims": list(self.victims) if track_victims else [],
-            "store": self._store() if self.cfg.storage else None,
+            # An MLA follower owns no shard: it reads the writer's (the spec's store[0]).
+            "store": (self._store() if not cc.backup_skip else []) if self.cfg.storage else None,
             "halted": self.halted,
         }
 
@@ -647,7 +658,8 @@ class SGLangRank:
     def _host_slots(self):
         """(layer 0 host K buffer, free host slots, host pool size)."""
         host = self.host_pool.anchor_entry.host_pool
-        return host.k_buffer[0], [i for i in range(host.size) if not bool(host.slot_used[i])], host.size
+        rows = host.kv_buffer[0] if self.cfg.single_writer else host.k_buffer[0]
+        return rows, [i for i in range(host.size) if not bool(host.slot_used[i])], host.size
 
     def verify(self) -> list:
         """Bytes and slot ownership: every device/host copy a node holds has its pages'

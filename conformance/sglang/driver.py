@@ -30,7 +30,6 @@ from ..refinement import concretize, refine
 
 UNSUPPORTED = {
     "mirror_release": "no supported release has mirror release (PR #33862 is not merged)",
-    "single_writer": "the lane builds an MHA cache (no MLA single writer)",
     "cp_planner": "the CP load-back planner is not part of HiCache's UnifiedRadixCache",
 }
 

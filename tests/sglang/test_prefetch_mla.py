@@ -1,6 +1,8 @@
 """SGLang 0.5.23's prefetch from storage driven by the spec's prefetch actions
 (conformance/sglang/core.py): the hit query's and the completion acks' MIN votes, the
-timeout policy's MAX vote when a read is cut, on 1 and 2 gloo ranks, bytes verified."""
+timeout policy's MAX vote when a read is cut, on 1 and 2 gloo ranks, bytes verified; and
+the MLA single writer: an MLA-shaped KV pool on CPU makes rank 0 the only storage writer
+(backup_skip on the others), against the spec's single_writer."""
 
 import importlib.metadata as md
 
@@ -90,3 +92,13 @@ def test_prefetch_votes_on_gloo_ranks():
     _run("sglang/wt-prefetch-2r", _expand(STAGED, 2) + [
         act("prefetch_io", rank=0, op=0), act("check_prefetch_progress", op=0),
         act("drain_storage_control_queues")], backend="gloo")
+
+
+@pytest.mark.gloo
+def test_mla_only_rank_0_writes_to_storage():
+    s = _run("sglang/wt-storage-mla-2r", [
+        act("insert", req=0), act("write_dma_done", rank=0), act("write_dma_done", rank=1),
+        act("writing_check"), act("storage_backup_done", rank=1, pages=2),
+        act("storage_backup_done", rank=0, pages=1), act("drain_storage_control_queues"),
+        act("evict", node=1), act("insert", req=1)], backend="gloo")
+    assert s.store == (1 << 0, 0)  # the writer stored page [1] (a partial write), the follower none
