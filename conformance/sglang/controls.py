@@ -162,12 +162,7 @@ class StorageGate:
         q = self.cc.ack_backup_queue
         before = q.qsize()
         self.tokens.put(pages)
-        deadline = time.monotonic() + self.timeout
-        while q.qsize() <= before:
-            if time.monotonic() > deadline:
-                raise TimeoutError("SGLang's storage backup thread did not ack within "
-                                   f"{self.timeout:g}s")
-            time.sleep(0.001)
+        wait_for(lambda: q.qsize() > before, "SGLang's storage backup thread", self.timeout)
 
 
 class PrefetchGate:
