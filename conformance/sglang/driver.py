@@ -80,8 +80,9 @@ def _check_prefetch(cfg, version):
         raise UserError("--impl sglang: SGLang takes prefetch host slots when the storage hit query "
                         "returns: set prefetch_at_hit = true")
     if cfg.write_back:
-        raise UserError("--impl sglang: prefetch is mapped under write_through (a prefetch step's "
-                        "fused round would also settle write_back's reclaim digest)")
+        raise UserError("--impl sglang: prefetch is mapped under write_through (under write_back the "
+                        "prefetch step's fused round would also check the reclaim digest, a sync point "
+                        "the spec's prefetch step does not have)")
     if cfg.host_pages >= 4:
         raise UserError("--impl sglang: prefetch needs host_pages <= 3 (at most one prefetch in flight: "
                         "SGLang's one read thread cannot cut a read queued behind another)")

@@ -102,3 +102,29 @@ def test_mla_only_rank_0_writes_to_storage():
         act("storage_backup_done", rank=0, pages=1), act("drain_storage_control_queues"),
         act("evict", node=1), act("insert", req=1)], backend="gloo")
     assert s.store == (1 << 0, 0)  # the writer stored page [1] (a partial write), the follower none
+
+
+def test_every_prefetch_model_action_is_taken_on_the_lane():
+    from tiercheck.conformance.sglang.action_coverage import model_coverage
+    from tiercheck.models import model_file
+
+    out = model_coverage(model_file.load("sglang/wt-prefetch-1r").config, "lockstep")
+    taken = {name for name, cell in out.items() if "taken" in cell}
+    assert taken == set(out) - {"registry_skew", "local_access"}, out
+
+
+@pytest.mark.gloo
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["sglang/wt-prefetch-2r", "sglang/wt-storage-2r", "sglang/wt-storage-mla-2r"])
+def test_three_gloo_ranks(model):
+    from dataclasses import replace
+
+    from tiercheck.conformance import machine
+    from tiercheck.conformance.sglang import SGLangDriver
+    from tiercheck.models import model_file
+
+    cfg = replace(model_file.load(model).config, ranks=3)
+    stats = {}
+    machine.run(lambda: SGLangDriver(cfg, backend="gloo"), examples=5, steps=20, seed=1, stats=stats,
+                label="sglang")
+    assert stats["examples"] >= 5
