@@ -221,6 +221,8 @@ def _check_consistent(cfg: Config, err) -> None:
         raise err("model.prefetch", "needs storage = true")
     if cfg.single_writer and not cfg.storage:
         raise err("model.single_writer", "needs storage = true")
+    if cfg.slots and cfg.prefetch_at_hit:
+        raise err("model.prefetch_at_hit", "is not modelled with slots = true (prefetched slots refilling host copies)")
     if len({len(r) for r in cfg.requests}) and max(len(r) for r in cfg.requests) > 16:
         raise err("model.requests", "a request longer than 16 pages is out of reach for exhaustive checking")
     if min(cfg.pages_of(r) for r in cfg.requests) < 1:

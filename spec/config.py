@@ -90,6 +90,8 @@ class Config:
     settled_duplicates: bool = _option("loading nodes are no duplicates; the load ack is a birth")
     wb_drop_unbacked: bool = _option("write_back: a victim whose backup is rejected is dropped")
     load_back_threshold: int = _option("load-backs of fewer tokens are refused", 1, (1, 16))
+    prefetch_at_hit: bool = _option("prefetch takes host slots for the ranks' MIN storage hit, reads in order, "
+                                    "refills host copies; an insert counts a hit on the nodes it un-evicts")
     # Workload features beyond the seeds' actions (neither the twin nor the proofs model
     # them yet; tiercheck tla and tiercheck prove refuse a model that sets them).
     # Tokens per page: requests are token sequences, pages their page_size-token chunks

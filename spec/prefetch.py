@@ -1,11 +1,18 @@
 """Storage -> host: prefetch_from_storage, the L3->H reads per rank, check_prefetch_progress
-(termination agreed with a MAX all-reduce, completed pages with a MIN all-reduce)."""
+(termination agreed with a MAX all-reduce, completed pages with a MIN all-reduce).
+
+Option ``prefetch_at_hit`` (SGLang 0.5.20+): the host slots are taken when the storage hit
+query returns (MIN over the ranks' hits), as many as that hit, fewer when the host is
+short after evicting; a prefetch is declined while the pages requested by those in flight
+reach half the host pool; one read thread per rank finishes the reads in issue order;
+a fetched page already in the tree without a host copy takes the fetched one.
+"""
 
 from __future__ import annotations
 
 from .action import act
-from .host_eviction import allocate_host
-from .state import ABSENT, HOST_RESIDENT, Node, matched_prefix
+from .host_eviction import allocate_host, evict_host
+from .state import ABSENT, HOST_RESIDENT, Node, matched_prefix, node_len
 from . import slots
 from .tree import add_node, ensure_boundary, touch, update_node
 
@@ -33,6 +40,25 @@ def _source(m, rank: int) -> int:
     return 0 if m.cfg.single_writer else rank
 
 
+def _held_from(m, s, r: int, path, k: int) -> int:
+    """Pages of ``path`` from index ``k`` on that rank ``r``'s store holds, up to the first miss."""
+    held, got = s.store[_source(m, r)], 0
+    while k + got < len(path) and held >> path[k + got] & 1:
+        got += 1
+    return got
+
+
+def _storage_hit(m, s, req: int, k: int) -> int:
+    """prefetch_at_hit: the hit query's pages, MIN over the ranks."""
+    path = m.pages.request_pages[req]
+    return min(_held_from(m, s, r, path, k) for r in range(m.cfg.ranks))
+
+
+def _occupied(m, rs) -> int:
+    """Pages requested by the prefetches in flight (prefetch_tokens_occupied)."""
+    return sum(len(m.pages.request_pages[req]) - k for req, _a, k, _n in rs.pq)
+
+
 def prefetch_params(m, s):
     if not (m.cfg.prefetch and m.cfg.storage):
         return
@@ -50,6 +76,10 @@ def prefetch_guard(m, s, a):
     anchors = [_anchor(m, rs, req) for rs in s.ranks]
     if anchors[0] is None or any(x != anchors[0] for x in anchors):
         return False
+    if m.cfg.prefetch_at_hit:
+        # prefetch_rate_limited (half the host pool), then a hit below one page is revoked.
+        return (_occupied(m, s.ranks[0]) < m.cfg.host_pages // 2
+                and _storage_hit(m, s, req, anchors[0][0]) > 0)
     first = m.pages.request_pages[req][anchors[0][0]]
     # Only worth a host reservation when the storage hit query finds the next page.
     return any(s.store[_source(m, r)] >> first & 1 for r in range(m.cfg.ranks))
@@ -68,6 +98,9 @@ def prefetch_from_storage(m, s, a):
 
     # protect_host first: the fallback host eviction must not take the anchor away.
     ranks = [protect(rs, +1) for rs in s.ranks]
+    if m.cfg.prefetch_at_hit:
+        return s._replace(ranks=tuple(_take_at_hit(m, rs, req, anchor, k, _storage_hit(m, s, req, k), protect)
+                                      for rs in ranks))
     ranks, oks = allocate_host(m, ranks, n, frozenset(a.get("fail", ())))
     out = []
     for rs, ok in zip(ranks, oks):
@@ -84,6 +117,17 @@ def prefetch_from_storage(m, s, a):
     return s._replace(ranks=tuple(out))
 
 
+def _take_at_hit(m, rs, req, anchor, k, hit, protect):
+    """allocate_storage_hit: the hit's pages, else evict_host(hit) and take the hit or
+    what is free (partial); nothing free: the prefetch is revoked (evictions stay)."""
+    if rs.host_free < hit:
+        rs = evict_host(m, rs, hit)
+    n = min(hit, rs.host_free)
+    if n < 1:
+        return protect(rs, -1)
+    return rs._replace(host_free=rs.host_free - n, pq=rs.pq + ((req, anchor, k, n),), pdone=rs.pdone + (NOT_DONE,))
+
+
 def prefetch_io_params(m, s):
     for r, rs in enumerate(s.ranks):
         for i in range(len(rs.pq)):
@@ -93,6 +137,8 @@ def prefetch_io_params(m, s):
 def prefetch_io_guard(m, s, a):
     r, i = a["rank"], a["op"]
     rs = s.ranks[r]
+    if m.cfg.prefetch_at_hit and NOT_DONE in rs.pdone[:i]:
+        return False  # one read thread: an earlier read finishes first
     return i < len(rs.pq) and rs.pdone[i] == NOT_DONE
 
 
@@ -102,16 +148,29 @@ def prefetch_io(m, s, a):
     r, i = a["rank"], a["op"]
     rs = s.ranks[r]
     req, _anchor_end, k, n = rs.pq[i]
-    path = m.pages.request_pages[req]
-    held = s.store[_source(m, r)]
-    got = 0
-    while got < n and held >> path[k + got] & 1:
-        got += 1
+    got = min(n, _held_from(m, s, r, m.pages.request_pages[req], k))
     pdone = list(rs.pdone)
     pdone[i] = got
     ranks = list(s.ranks)
     ranks[r] = rs._replace(pdone=tuple(pdone))
     return s._replace(ranks=tuple(ranks))
+
+
+def _refill(m, rs, pages):
+    """prefetch_at_hit (insert_host under write_through): a fetched node the tree holds
+    without a host copy takes the fetched slots as its host copy; the slots of nodes with
+    one are freed. Returns (rank state, pages freed)."""
+    freed, p = 0, 0
+    while p < len(pages):
+        end = rs.owner[pages[p]]
+        node = rs.nodes[end]
+        size = node_len(m.pages, rs, end)
+        if node.host == ABSENT:
+            rs = update_node(rs, end, host=HOST_RESIDENT)
+        else:
+            freed += size
+        p += size
+    return rs, freed
 
 
 def check_prefetch_params(m, s):
@@ -144,12 +203,15 @@ def check_prefetch_progress(m, s, a):
             have += 1
         if have:
             rs = ensure_boundary(m, rs, fetched[have - 1])
+        freed = have
+        if cfg.prefetch_at_hit:
+            rs, freed = _refill(m, rs, fetched[:have])
         if have < len(fetched):
             start, end = fetched[have], fetched[-1]
             rs = add_node(m.pages, rs, start, end, Node(start=start, dev=ABSENT, host=HOST_RESIDENT))
             rs = touch(m, rs, (end,))
         tail = n - completed
-        free_now = have + (tail if cfg.has("prefetch-double-free") else 0)
+        free_now = freed + (tail if cfg.has("prefetch-double-free") else 0)
         if cfg.slots:
             held = rs.pslots[i]
             rs = slots.adopt(m, rs, fetched[have:], held[have:completed])

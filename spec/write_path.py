@@ -116,6 +116,11 @@ def insert_on_rank(m, rs, req):
             rs = rs._replace(dev_free=rs.dev_free - k)
             rs = slots.take(m, rs, "d", m.pages.chain(rs.nodes[end].start, end))
             rs = register_duplicate(m, rs, end)
+            if m.cfg.prefetch_at_hit:
+                # SGLang counts a hit on every node the insert walks, un-evicted ones too
+                # (seen only on a prefetched node, whose count starts at 0: the host copy
+                # is there, so the hit stages nothing).
+                rs = _hit(m, rs, end, to_write)
         else:
             rs = _hit(m, rs, end, to_write)
         pos += k

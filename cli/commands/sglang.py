@@ -1,4 +1,4 @@
-"""tiercheck sglang campaign|history|starvation: conformance campaigns and workloads against upstream SGLang.
+"""tiercheck sglang campaign|history|starvation|coverage: conformance campaigns and workloads against upstream SGLang.
 
 ``campaign`` runs in a lane's interpreter (the release it drives is the one installed);
 ``history`` runs anywhere and drives every release's lane in turn."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 
 NAME = "sglang"
-HELP = "SGLang: the campaign on one release (in its lane), the history over every release, the starvation workload"
+HELP = ("SGLang: the campaign on one release (in its lane), the history over every release, the starvation "
+        "workload, the spec actions taken per model")
 
 
 def add_arguments(p):
@@ -24,6 +25,10 @@ def add_arguments(p):
 
     s = sub.add_parser("starvation", help=starvation.HELP, description=starvation.HELP)
     starvation.add_arguments(s)
+    v = sub.add_parser("coverage", help="every spec action taken on the lane's SGLang per model, or why not "
+                                        "(run it from a lane)")
+    v.add_argument("models", nargs="*", metavar="MODEL[:RANKS]",
+                   help="models (default: every model of models/library/sglang)")
 
 
 def run(args) -> int:
@@ -32,6 +37,10 @@ def run(args) -> int:
 
         rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
         return campaign.main(rest)
+    if args.sglang_command == "coverage":
+        from tiercheck.conformance.sglang import action_coverage
+
+        return action_coverage.main(args.models)
     if args.sglang_command == "starvation":
         from tiercheck.conformance.sglang_workload import command as starvation
 

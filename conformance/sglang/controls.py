@@ -17,12 +17,15 @@ cache instance; the protocol code that reacts to them runs unchanged:
   spec takes one victim per evict step; a further victim is a further step).
 * ``failing_host_alloc``: host allocation fails on this rank during one step
   (the alloc_asymmetry fault, injected on top of the real pool).
+* ``PrefetchGate``: the prefetch read thread runs an operation's storage read only once
+  the adapter says that read finished on this rank (or the operation was cut).
 """
 
 from __future__ import annotations
 
 import contextlib
 import queue
+import threading
 import time
 
 
@@ -122,13 +125,9 @@ class StorageGate:
         backup, page_set = cc._page_backup, cc.page_set_func
 
         def gated_backup(operation):
-            while True:
-                try:
-                    pages = self.tokens.get(timeout=0.1)
-                    break
-                except queue.Empty:
-                    if cc.storage_stop_event.is_set():
-                        return None  # shutting down: nothing more is written
+            pages = self._wait_token()
+            if pages is None:
+                return None  # shutting down: nothing more is written
             self.budget = pages
             try:
                 return backup(operation)
@@ -143,6 +142,16 @@ class StorageGate:
             return page_set(hashes, host_indices, extra_info)
 
         cc._page_backup, cc.page_set_func = gated_backup, budgeted_set
+        # (An MLA follower's _page_backup writes nothing, backup_skip, and is gated the same.)
+
+    def _wait_token(self):
+        """The pages the adapter lets the next backup store; None once the cache stops."""
+        while True:
+            try:
+                return self.tokens.get(timeout=0.1)
+            except queue.Empty:
+                if self.cc.storage_stop_event.is_set():
+                    return None
 
     def restore(self) -> None:
         self._cc_mod.STORAGE_BATCH_SIZE = self._batch
@@ -153,12 +162,76 @@ class StorageGate:
         q = self.cc.ack_backup_queue
         before = q.qsize()
         self.tokens.put(pages)
-        deadline = time.monotonic() + self.timeout
-        while q.qsize() <= before:
-            if time.monotonic() > deadline:
-                raise TimeoutError("SGLang's storage backup thread did not ack within "
-                                   f"{self.timeout:g}s")
-            time.sleep(0.001)
+        wait_for(lambda: q.qsize() > before, "SGLang's storage backup thread", self.timeout)
+
+
+class PrefetchGate:
+    """The prefetch read thread (prefetch_io_aux_func) waits here before each operation's
+    storage read until ``finish`` (the spec's prefetch_io) or ``release`` (a cut read, which
+    then reads nothing: the operation is terminated); ``got``: pages each read brought in
+    (the sum of its batch reads' hits, what the read's first ack reports before the vote)."""
+
+    def __init__(self, cc, timeout: float = 20.0):
+        self.timeout = timeout
+        self.allowed: set = set()
+        self.got: dict = {}
+        self._cond = threading.Condition()
+        self._hits: dict = {}
+        transfer, read_batch = cc._page_transfer, cc._page_transfer_kv_batch
+
+        def gated_transfer(operation):
+            with self._cond:
+                while operation.id not in self.allowed and not cc.storage_stop_event.is_set():
+                    self._cond.wait(0.1)
+            try:
+                return transfer(operation)
+            finally:
+                with self._cond:
+                    self.got[operation.id] = self._hits.pop(operation.id, 0)
+                    self._cond.notify_all()
+
+        def counted_batch(operation, *args, **kwargs):
+            hits = read_batch(operation, *args, **kwargs)
+            self._hits[operation.id] = self._hits.get(operation.id, 0) + hits
+            return hits
+
+        cc._page_transfer, cc._page_transfer_kv_batch = gated_transfer, counted_batch
+
+    def release(self, op_id) -> None:
+        with self._cond:
+            self.allowed.add(op_id)
+            self._cond.notify_all()
+
+    def finish(self, op_id) -> None:
+        """Let the read of operation ``op_id`` run; returns once it has."""
+        self.release(op_id)
+        wait_for(lambda: op_id in self.got, "SGLang's prefetch read thread", self.timeout)
+
+
+def queued(q) -> list:
+    """A snapshot of a queue.Queue's items, oldest first."""
+    with q.mutex:
+        return list(q.queue)
+
+
+def last_prefetch_ack(ack_queue, operation) -> int:
+    """Acks up to and including the operation's completion ack (0: not queued yet)."""
+    for i, ack in enumerate(queued(ack_queue)):
+        if ack.operation is operation and ack.completed_req:
+            return i + 1
+    return 0
+
+
+def wait_for(ready, what: str, timeout: float = 20.0):
+    """Poll ``ready()`` until it returns something true (a background thread's step)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = ready()
+        if out:
+            return out
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not finish within {timeout:g}s")
+        time.sleep(0.001)
 
 
 class PathOrder:

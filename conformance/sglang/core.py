@@ -14,6 +14,11 @@ What the adapter does as the *scheduler* (SGLang leaves it to its caller):
 * sync actions: the fused per-iteration round ``_sync_hicache_ready_counts`` (one MIN
   all-reduce of ready counts, queue sizes and the reclaim digest pair), then only the
   part of ``check_hicache_events`` the action names.
+* prefetch (0.5.23): ``prefetch_from_storage`` as the scheduler calls it, the hit query
+  (the prefetch thread's MIN vote), then the storage-hit part of the fused round (host
+  slots at hit time); ``prefetch_io`` lets the read thread run one operation; a
+  ``check_prefetch_progress`` step drains the completion acks (the sync thread's MIN
+  votes) once every rank's read ran, else cuts the read with the timeout policy's MAX vote.
 
 The refinement (what each snapshot field reads) is documented on ``snapshot``.
 """
@@ -105,8 +110,11 @@ class SGLangRank:
         # host pool size = int(device * ratio) + 1 padding page (all of it allocatable):
         # pick the ratio that makes it exactly host_pages.
         ratio = (max(cfg.host_pages, 1) - 0.5) / cfg.device_pages
+        # Prefetch: the timeout policy, whose MAX vote cuts a read when the adapter says the
+        # wait budget ran out (the spec's "terminate any time"); wait_complete never cuts.
+        policy = {"hicache_storage_prefetch_policy": "timeout"} if cfg.prefetch else {}
         args = rank_server_args(self._exit, self.rank, self.world, storage_dir if cfg.storage else None,
-                                hicache_write_policy=cfg.policy, hicache_ratio=ratio)
+                                hicache_write_policy=cfg.policy, hicache_ratio=ratio, **policy)
         self._device_pools()
         params = CacheInitParams(
             disable=False, req_to_token_pool=self.req_to_token_pool,
@@ -136,18 +144,30 @@ class SGLangRank:
             self._exit.callback(self.gate.restore)
         if cfg.storage:
             self._page_keys()
+        self.reads = ctl.PrefetchGate(self.cc) if cfg.prefetch else None
+        self.prefetches: list = []  # handles of the prefetches holding host slots, in issue order
+        self.prefetch_of: dict = {}  # handle -> (tokens, anchor end path or None, first page index)
+        self.released: list = []  # pages per host_mem_release_queue append, oldest first
+        self._rid = 0
 
     def _device_pools(self):
         """The device side the scheduler owns: request slots, one-layer KV pool, allocator
         (page size 1, so a spec page is one token)."""
         from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
-        from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
+        from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, MLATokenToKVPool, ReqToTokenPool
 
         pages = self.cfg.device_pages
         self.req_to_token_pool = ReqToTokenPool(size=4, max_context_len=64, device="cpu",
                                                 enable_memory_saver=False)
-        self.kv_pool = MHATokenToKVPool(size=pages, page_size=1, dtype=torch.float32, head_num=1, head_dim=2,
-                                        layer_num=1, device="cpu", enable_memory_saver=False)
+        if self.cfg.single_writer:
+            # An MLA-shaped pool (one latent row per token, replicated on every TP rank):
+            # the controller then makes rank 0 the only storage writer (backup_skip).
+            self.kv_pool = MLATokenToKVPool(size=pages, page_size=1, dtype=torch.float32, kv_lora_rank=1,
+                                            qk_rope_head_dim=1, layer_num=1, device="cpu",
+                                            enable_memory_saver=False)
+        else:
+            self.kv_pool = MHATokenToKVPool(size=pages, page_size=1, dtype=torch.float32, head_num=1,
+                                            head_dim=2, layer_num=1, device="cpu", enable_memory_saver=False)
         self.allocator = TokenToKVPoolAllocator(size=pages, dtype=torch.float32, device="cpu",
                                                 kvcache=self.kv_pool, need_sort=False)
 
@@ -173,6 +193,15 @@ class SGLangRank:
                 return op_id
 
             cc.write_storage = recorded_write_storage
+        if self.cfg.prefetch:
+            append_release = cc.append_host_mem_release
+
+            def recorded_append_release(host_indices=None, *args, **kwargs):
+                if host_indices is not None and len(host_indices):
+                    self.released.append(len(host_indices))
+                return append_release(host_indices, *args, **kwargs)
+
+            cc.append_host_mem_release = recorded_append_release
         release = self.core._release_full_host_duplicate
 
         def recorded_release(node, *args, **kwargs):
@@ -183,6 +212,8 @@ class SGLangRank:
 
     def close(self):
         try:
+            if self.reads is not None:
+                self._cut_reads()
             if self.cc is not None and self.cc.enable_storage:
                 self.cc._stop_storage_threads()
         finally:
@@ -327,6 +358,123 @@ class SGLangRank:
             first = next(iter(dups))
             dups[first] = dups.pop(first)
 
+    # -- prefetch (0.5.23) ----------------------------------------------------------------
+
+    def _prefetch_anchor(self, tokens):
+        """(matched tokens, anchor node) for a prefetch of ``tokens``, else None: the match
+        must end where a node ends, that node holding a finished host copy (or the root),
+        and leave tokens to fetch. Read-only: the scheduler's match_prefix would also count
+        a hit and split a node the match ends inside, which a prefetch step does not do."""
+        node, i = self.core.root_node, 0
+        while i < len(tokens):
+            child = next((c for c in node.children.values() if c.key.token_ids[0] == tokens[i]), None)
+            if child is None:
+                break
+            key = list(child.key.token_ids)
+            if key != list(tokens[i: i + len(key)]):
+                return None  # the match ends inside a node
+            i += len(key)
+            node = child
+        if i == len(tokens):
+            return None
+        if node is not self.core.root_node:
+            if self._copies(node)[1] is None or node.write_through_pending_id is not None:
+                return None
+        return i, node
+
+    def do_prefetch_from_storage(self, tokens, fail=False):
+        """The scheduler's _prefetch_kvcache call, then the hit query's MIN vote (prefetch
+        thread) and the storage-hit part of the fused round, which takes the host slots."""
+        from sglang.srt.mem_cache.base_prefix_cache import CacheRequestHandle
+
+        tokens = list(tokens)
+        found = self._prefetch_anchor(tokens)
+        if found is None:
+            return
+        k, anchor = found
+        cache = self.cache
+        handle = CacheRequestHandle(f"prefetch-{self._rid}", 0)  # a new request each time
+        self._rid += 1
+        cache.prefetch_from_storage(
+            handle, anchor.id, array("q", tokens[k:]), cache.get_last_hash_value(anchor.id),
+            cache.get_prefix_hash_values(anchor.id) if cache.hicache_storage_pass_prefix_keys else None,
+            matched_prefix_tokens=array("q", tokens[:k]))
+        if handle not in cache.ongoing_prefetch:
+            return  # declined (rate limit): nothing queued
+        operation = cache.ongoing_prefetch[handle].operation
+        ctl.wait_for(lambda: any(op is operation for op in ctl.queued(self.cc.prefetch_hit_queue)),
+                     "the prefetch thread's storage hit query")
+        _w, _l, storage, extra = cache._sync_hicache_ready_counts()
+        cache._drain_storage_control_queues_impl(
+            n_storage_hit=storage[0], n_ack_prefetch=0, n_backup=0, n_release=0,
+            extra_release_counts=dict.fromkeys(extra, 0), log_metrics=False)
+        info = cache.ongoing_prefetch.get(handle)
+        if info is not None and info.host_indices is not None:
+            self.prefetches.append(handle)
+            anchor_path = ctl.node_path(anchor) if anchor is not self.core.root_node else None
+            self.prefetch_of[handle] = (tuple(tokens), anchor_path, k)
+
+    def _prefetch_op(self, op):
+        if op >= len(self.prefetches):
+            return None
+        return self.cache.ongoing_prefetch[self.prefetches[op]].operation
+
+    def do_prefetch_io(self, op, fail=False):
+        operation = self._prefetch_op(op)
+        if operation is not None and operation.id not in self.reads.got:
+            self.reads.finish(operation.id)
+
+    def prefetch_read_done(self, op) -> bool:
+        """Whether this rank's read of prefetch ``op`` ran (the driver asks every rank)."""
+        operation = self._prefetch_op(op)
+        return operation is not None and operation.id in self.reads.got
+
+    def do_check_prefetch_progress(self, op, all_read=False, fail=False):
+        operation = self._prefetch_op(op)
+        if operation is None:
+            return
+        handle = self.prefetches.pop(op)
+        cache = self.cache
+        if all_read:
+            # Every rank's read ran: the completion acks arrive (the sync thread's MIN vote
+            # per batch); their drain inserts the agreed prefix (the wait_complete path).
+            self._drain_prefetch_acks(operation)
+            done = cache.check_prefetch_progress(handle)
+        else:
+            # Some rank's read has not run: the wait budget is spent on every rank, the
+            # timeout policy's MAX vote terminates, and the agreed prefix (nothing yet) is
+            # inserted; the cut read then ends and its ack queues the unused host slots.
+            from sglang.srt.mem_cache.unified_radix_cache import _StoragePrefetchWait
+
+            cache._storage_prefetch_wait.setdefault(handle, _StoragePrefetchWait()).expired = True
+            done = cache.check_prefetch_progress(handle)
+            self.reads.release(operation.id)
+            self._drain_prefetch_acks(operation)
+        assert done and handle not in cache.ongoing_prefetch, f"prefetch {handle.rid} still in flight"
+
+    def _drain_prefetch_acks(self, operation):
+        """The prefetch-ack part of the fused round, up to the operation's last ack."""
+        last = ctl.wait_for(lambda: ctl.last_prefetch_ack(self.cc.ack_prefetch_queue, operation),
+                            "the prefetch sync thread's completion ack")
+        _w, _l, storage, extra = self.cache._sync_hicache_ready_counts()
+        self.cache._drain_storage_control_queues_impl(
+            n_storage_hit=0, n_ack_prefetch=min(storage[1], last), n_backup=0, n_release=0,
+            extra_release_counts=dict.fromkeys(extra, 0), log_metrics=False)
+
+    def _cut_reads(self):
+        """Closing mid-prefetch: terminate every read on every rank (all close together) so
+        the sync threads' votes complete before the threads stop."""
+        for handle in self.prefetches:
+            operation = self.cache.ongoing_prefetch[handle].operation
+            operation.mark_terminate()
+            self.reads.release(operation.id)
+        for handle in self.prefetches:
+            operation = self.cache.ongoing_prefetch[handle].operation
+            with contextlib.suppress(TimeoutError):
+                ctl.wait_for(lambda: ctl.last_prefetch_ack(self.cc.ack_prefetch_queue, operation),
+                             "a cut prefetch's ack", timeout=5.0)
+        self.prefetches = []
+
     def _round(self, part: str):
         """The fused ready-count round, then the part of check_hicache_events named."""
         try:
@@ -342,6 +490,8 @@ class SGLangRank:
             for anchor in [a for a in self.load_spans if a not in self.cache.ongoing_load_back]:
                 del self.load_spans[anchor]
         elif storage:
+            if self.cfg.prefetch:  # prefetch hits and acks are drained by the prefetch steps
+                storage = (0, 0) + tuple(storage[2:])
             self.shim.drain_storage(self.cache, storage, extra)
             for op in [o for o in self.storage_spans if o not in self.cache.ongoing_backup]:
                 del self.storage_spans[op]
@@ -364,9 +514,11 @@ class SGLangRank:
         if not len(slots):
             return
         vals = torch.tensor([self._expected(p) for p in paths], dtype=torch.float32)
-        k, v = self.kv_pool.get_key_buffer(0), self.kv_pool.get_value_buffer(0)
+        k = self.kv_pool.get_key_buffer(0)
         k[slots] = vals.view(-1, 1, 1).expand(-1, *k.shape[1:])
-        v[slots] = -vals.view(-1, 1, 1).expand(-1, *v.shape[1:])
+        if not self.cfg.single_writer:  # MLA's value is a view of the latent row
+            v = self.kv_pool.get_value_buffer(0)
+            v[slots] = -vals.view(-1, 1, 1).expand(-1, *v.shape[1:])
 
     # -- observation ----------------------------------------------------------------------
 
@@ -421,7 +573,9 @@ class SGLangRank:
             sq = [self.storage_spans[op] for op in cache.ongoing_backup]
             with cc.ack_backup_queue.mutex:
                 acked = list(cc.ack_backup_queue.queue)
-            sdone = [op.completed_tokens for op in acked]
+            # An MLA follower (backup_skip) acks without writing: the spec's SKIP ack (-1).
+            sdone = [-1 if cc.backup_skip else op.completed_tokens for op in acked]
+        pq, pdone, relq = self._prefetch_queues()
         dups = []
         if self.cfg.write_back:
             dups = [ctl.node_path(x) for x in self.core.full_host_duplicates.values()]
@@ -438,17 +592,39 @@ class SGLangRank:
             "ldone": ctl.ready_count(cc.ack_load_queue),
             "sq": sq,
             "sdone": sdone,
-            "pq": [],
-            "pdone": [],
-            "relq": [],
+            "pq": pq,
+            "pdone": pdone,
+            "relq": relq,
             "plan": [],
             "mismatch": 0,
             "closed": False,
             "dups": dups,
             "victims": list(self.victims) if track_victims else [],
-            "store": self._store() if self.cfg.storage else None,
+            # An MLA follower owns no shard: it reads the writer's (the spec's store[0]).
+            "store": (self._store() if not cc.backup_skip else []) if self.cfg.storage else None,
             "halted": self.halted,
         }
+
+    def _prefetch_queues(self):
+        """pq: the prefetches holding host slots (tokens, anchor end path, matched tokens,
+        slots); pdone: this rank's read result per prefetch (-1: not run); relq: the host
+        release queue, grouped by the call that queued each run of pages."""
+        if self.reads is None:
+            return [], [], []
+        pq, pdone = [], []
+        for handle in self.prefetches:
+            info = self.cache.ongoing_prefetch[handle]
+            tokens, anchor, k = self.prefetch_of[handle]
+            pq.append((tokens, anchor, k, len(info.host_indices)))
+            pdone.append(self.reads.got.get(info.operation.id, -1))
+        drained = sum(self.released) - self.cc.host_mem_release_queue.qsize()
+        while drained > 0:  # a drain round freed pages from the front
+            take = min(self.released[0], drained)
+            self.released[0] -= take
+            drained -= take
+            if not self.released[0]:
+                self.released.pop(0)
+        return pq, pdone, list(self.released)
 
     def _node_state(self, x, loading: bool, anchor_holds: int) -> dict:
         cd = x.component_data[FULL]
@@ -482,7 +658,8 @@ class SGLangRank:
     def _host_slots(self):
         """(layer 0 host K buffer, free host slots, host pool size)."""
         host = self.host_pool.anchor_entry.host_pool
-        return host.k_buffer[0], [i for i in range(host.size) if not bool(host.slot_used[i])], host.size
+        rows = host.kv_buffer[0] if self.cfg.single_writer else host.k_buffer[0]
+        return rows, [i for i in range(host.size) if not bool(host.slot_used[i])], host.size
 
     def verify(self) -> list:
         """Bytes and slot ownership: every device/host copy a node holds has its pages'
@@ -508,6 +685,9 @@ class SGLangRank:
                 got = k_host[slots][:, 0, 0]
                 if not torch.equal(got, want):
                     out.append(f"rank {self.rank}: node {name}: host KV {got.tolist()} != {want.tolist()}")
+        if self.reads is not None:  # host slots a prefetch holds, or queued for release
+            host_owned += [i for h in self.prefetches for i in self.cache.ongoing_prefetch[h].host_indices.tolist()]
+            host_owned += [i for t in ctl.queued(self.cc.host_mem_release_queue) for i in t.tolist()]
         free_dev = self.allocator.free_pages.tolist() + self.allocator.release_pages.tolist()
         for what, owned, free, total in (
             ("device", dev_owned, free_dev, set(range(1, self.cfg.device_pages + 1))),

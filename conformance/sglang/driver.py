@@ -29,9 +29,7 @@ from tiercheck.spec.model import Model
 from ..refinement import concretize, refine
 
 UNSUPPORTED = {
-    "prefetch": "prefetch (host slots taken at hit time, background hit/ack collectives) is not mapped",
     "mirror_release": "no supported release has mirror release (PR #33862 is not merged)",
-    "single_writer": "the lane builds an MHA cache (no MLA single writer)",
     "cp_planner": "the CP load-back planner is not part of HiCache's UnifiedRadixCache",
     "slots": "slot identities are not read from SGLang's allocators",
     "request_locks": "lock_request / unlock_request are not mapped",
@@ -67,9 +65,32 @@ def check_supported(cfg, version: str | None = None) -> None:
     if cfg.page_size != 1 or cfg.victim_order != "path":
         raise UserError("--impl sglang: the lane runs page_size = 1 with the spec's page-order victims; "
                         f"the model has page_size = {cfg.page_size}, victim_order = {cfg.victim_order!r}")
+    if cfg.prefetch:
+        _check_prefetch(cfg, version)
     if cfg.policy == "write_back" and not cfg.duplicate_reclaim:
         raise UserError("--impl sglang: SGLang always reclaims host duplicates under write_back: "
                         "set duplicate_reclaim = true")
+
+
+PREFETCH_FIRST = "0.5.23"  # the prefetch pipeline the adapter maps (CacheRequestHandle, timeout vote)
+
+
+def _check_prefetch(cfg, version):
+    from .versions import parse
+
+    if version is not None and parse(version) < parse(PREFETCH_FIRST):
+        raise UserError(f"--impl sglang: prefetch is mapped for SGLang {PREFETCH_FIRST}'s pipeline, "
+                        f"not {version}'s")
+    if not cfg.prefetch_at_hit:
+        raise UserError("--impl sglang: SGLang takes prefetch host slots when the storage hit query "
+                        "returns: set prefetch_at_hit = true")
+    if cfg.write_back:
+        raise UserError("--impl sglang: prefetch is mapped under write_through (under write_back the "
+                        "prefetch step's fused round would also check the reclaim digest, a sync point "
+                        "the spec's prefetch step does not have)")
+    if cfg.host_pages >= 4:
+        raise UserError("--impl sglang: prefetch needs host_pages <= 3 (at most one prefetch in flight: "
+                        "SGLang's one read thread cannot cut a read queued behind another)")
 
 
 def _params(model, action) -> dict:
@@ -120,6 +141,9 @@ class SGLangDriver:
         else:
             ranks = list(range(m.cfg.ranks))
         try:
+            if action.name == "check_prefetch_progress":
+                # Whether every rank's read ran decides how the step ends (acks drained or cut).
+                params["all_read"] = all(self._call(ranks, "prefetch_read_done", params["op"]))
             self._call(ranks, "apply", action.name, params, fail)
         except _Hung:
             self.hung = action.name

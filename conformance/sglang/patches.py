@@ -79,6 +79,11 @@ def apply() -> list[str]:
     if ph_mha is not None:
         ph_mha.transfer_kv_direct = transfer_kv_direct
         APPLIED.append("pool_host.mha.transfer_kv_direct = torch index_select/index_copy_")
+        if importlib.util.find_spec("sglang.srt.mem_cache.pool_host.mla") is not None:
+            from sglang.srt.mem_cache.pool_host import mla as ph_mla  # the MLA host pool's copy
+
+            ph_mla.transfer_kv_direct = transfer_kv_direct
+            APPLIED.append("pool_host.mla.transfer_kv_direct = torch index_select/index_copy_")
     else:  # the import there is conditional, so the name may not exist yet
         mph.transfer_kv_direct = transfer_kv_direct
         APPLIED.append("memory_pool_host.transfer_kv_direct = torch index_select/index_copy_")

@@ -108,7 +108,9 @@ class MirrorDriver(adapter.SGLangDriver):
             raise UserError("mirror conformance: the model must have mirror_release = true")
         if cfg.ranks != 1:
             raise UserError("mirror conformance: 1 rank only (the gloo ranks build the unpatched adapter)")
-        unmapped = [f for f in adapter.UNSUPPORTED if f != "mirror_release" and getattr(cfg, f)]
+        # prefetch and the MLA single writer are driven by the adapter, not with the patch.
+        unmapped = [f for f in (*adapter.UNSUPPORTED, "prefetch", "single_writer")
+                    if f != "mirror_release" and getattr(cfg, f)]
         if unmapped:
             raise UserError(f"mirror conformance: the adapter cannot drive {', '.join(unmapped)}")
         import tempfile

@@ -53,6 +53,7 @@ CASES = [
     ("wb_drop_unbacked", "sglang/wb-1r", {}),
     ("backup_chain", "sglang/wt-1r", {"requests": ((1,), (1, 2), (1, 2, 3)), "host_pages": 1}),
     ("evict_host_shortfall", "sglang/wt-1r", {"requests": ((1,), (2,), (3, 4)), "host_pages": 3}),
+    ("prefetch_at_hit", "sglang/wt-prefetch-1r", {"faults": frozenset()}),
 ]
 
 
