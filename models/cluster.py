@@ -47,16 +47,25 @@ EXTRA = "pip install 'tiercheck[cluster]' (dask distributed)"
 
 # --- states on the wire -----------------------------------------------------------------
 # A state crosses processes as (rank blobs, stores, hung, halted): each rank state pickled
-# as plain tuples, which is deterministic, so the blobs also give a hash that every process
-# computes alike (Python's own str hash is salted per process).
+# as plain tuples. Its partition comes from a digest of its value, not of those bytes (a
+# pickle's bytes depend on which equal sub-tuples happen to be one object): every process
+# computes it alike (Python's own str hash is salted per process).
 
 
-def owner_of(wire, parts: int) -> int:
-    blobs, stores, hung, halted = wire
-    h = zlib.crc32(repr((stores, hung, halted)).encode())
-    for b in blobs:
-        h = zlib.crc32(b, h)
-    return h % parts
+def _canon(v):
+    """A value whose repr is the same for equal plain values (True == 1 in Python)."""
+    if isinstance(v, tuple):
+        return tuple([_canon(x) for x in v])
+    return int(v) if isinstance(v, bool) else v
+
+
+def rank_digest(rs) -> int:
+    return zlib.crc32(repr(_canon(to_plain(rs))).encode())
+
+
+def part_of(digests, stores, hung, halted, parts: int) -> int:
+    """The partition that owns a state, from its ranks' digests and the rest of it."""
+    return zlib.crc32(repr((tuple(digests), tuple(stores), hung, halted)).encode()) % parts
 
 
 class Partition:
@@ -70,20 +79,24 @@ class Partition:
         self.visited = set()  # local packed keys (this process's codec)
         self.pending: Dict[int, int] = {}  # new key -> smallest (parent << POS_BITS | pos)
         self.blobs: List[bytes] = []  # rank gid -> its blob
+        self.digests: List[int] = []  # rank gid -> rank_digest
         self.by_blob: Dict[bytes, int] = {}  # blob -> rank gid
         self.last: list = []  # (index, step name/stutter bytes) of the last level expanded
 
     # -- wire <-> local keys ------------------------------------------------------------
 
-    def _blob(self, gid: int) -> bytes:
+    def _grow(self, gid: int) -> None:
         while len(self.blobs) <= gid:
             rs = self.codec.ranks.values[len(self.blobs)]
             self.blobs.append(pickle.dumps(to_plain(rs), protocol=4))
-        return self.blobs[gid]
+            self.digests.append(rank_digest(rs))
 
     def _wire(self, key: int):
+        """(the state of a local key on the wire, its owning partition)."""
         s, gids = self.codec.decode_gids(key)
-        return tuple(self._blob(g) for g in gids), s.store, s.hung, s.halted
+        self._grow(max(gids))
+        wire = tuple([self.blobs[g] for g in gids]), s.store, s.hung, s.halted
+        return wire, part_of([self.digests[g] for g in gids], s.store, s.hung, s.halted, self.parts)
 
     def _key(self, wire) -> int:
         blobs, stores, hung, halted = wire
@@ -124,7 +137,7 @@ class Partition:
         buckets = [[] for _ in range(self.parts)]
         hits: Dict[str, list] = {}
         unexpanded, self.last = [], []
-        expand, parts = self.expander.expand, self.parts
+        expand = self.expander.expand
         for i, key in frontier:
             viols, expanded, steps, _frees = expand(key, open_props)
             for name, msg in viols:
@@ -139,11 +152,11 @@ class Partition:
                     continue
                 for name, msg in tviols:
                     self._hit(hits, name, (i, pos, msg, key), max_hits)
-                wire = self._wire(tkey)
-                buckets[owner_of(wire, parts)].append((base | pos, wire))
+                wire, q = self._wire(tkey)
+                buckets[q].append((base | pos, wire))
         for lst in hits.values():
             for k, h in enumerate(lst):
-                lst[k] = h[:3] + (self._wire(h[3]),)
+                lst[k] = h[:3] + (self._wire(h[3])[0],)
         transitions, coverage = self.tally(None)
         return buckets, hits, unexpanded, transitions, coverage
 
@@ -287,8 +300,8 @@ def check(model, properties: List[str], parts, max_violations: int = 1) -> Resul
         if s in seen:
             continue
         seen.add(s)
-        w = _wire_of(s)
-        incoming[owner_of(w, n_parts)].append((len(seen) - 1, w))
+        q = part_of([rank_digest(rs) for rs in s.ranks], s.store, s.hung, s.halted, n_parts)
+        incoming[q].append((len(seen) - 1, _wire_of(s)))
     orders = parts.call("merge", [(inc,) for inc in incoming])
     transitions, cov, depth, level, stop_reason = 0, {}, 0, 0, ""
     total = 0

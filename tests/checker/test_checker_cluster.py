@@ -97,3 +97,15 @@ def test_cluster_without_the_extra_names_it(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if absent
     assert main(["check", "wt-1r", "--cluster", "local:2", "--quiet"]) == 2
     assert "tiercheck[cluster]" in capsys.readouterr().err
+
+
+def test_the_owning_partition_follows_the_value_not_its_spelling():
+    # Equal rank states must land on one partition in every process: the digest ignores
+    # which equal sub-tuples are one object (pickle shares them) and True versus 1.
+    rs = shipped("wt-2r").init_states()[0].ranks[0]
+    op = (0, 1)
+    shared = rs._replace(wq=(op, op), closed=True)
+    apart = rs._replace(wq=((0, 1), tuple([0, 1])), closed=1)
+    assert shared == apart and shared.wq[0] is shared.wq[1] and apart.wq[0] is not apart.wq[1]
+    assert cluster.rank_digest(shared) == cluster.rank_digest(apart)
+    assert cluster.rank_digest(shared) != cluster.rank_digest(rs)
