@@ -89,6 +89,16 @@ def _jobs(names, variants, pages, unbounded):
     return out
 
 
+def prove_mixed(action: str, variants=(), pages: int = DEFAULT_PAGES, unbounded: bool = True) -> List[Result]:
+    """One action's obligations as the audit proves them (in this process): covered
+    ones for any number of pages when ``unbounded``, the rest bounded."""
+    merged: Dict[str, Result] = {}
+    for job in _jobs([action], tuple(sorted(variants)), pages, unbounded):
+        for r in _job(job)[0]:
+            merged[r.target] = _merge(merged[r.target], r) if r.target in merged else r
+    return [merged[t] for t in targets_for(action) if t in merged]
+
+
 def _merge(old: Result, new: Result) -> Result:
     """A target is proved when it is proved in every case of the pre-state."""
     worse = old if old.status != "proved" else new

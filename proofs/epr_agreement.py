@@ -10,7 +10,6 @@ admits every explicit step (the over-approximation never loses a behaviour).
 
 from __future__ import annotations
 
-import itertools
 from typing import Dict
 
 import z3
@@ -19,52 +18,8 @@ from .config import ProofConfig
 from .epr_actions import UACTIONS
 from .epr_obligations import UCtx
 from .epr_properties import UPROPS, device_leaves
-from .forest import Forest, PageSort, forall
+from .forest import Forest, PageSort, forall, ground
 from .paged import NODE_FIELDS, from_rank
-
-
-def ground(formulas, pages) -> list:
-    """The formulas over a closed page sort, quantifier-free: every quantifier expanded
-    over the page constants (exact, as the constants are the whole sort), and every
-    page-valued term pinned to one of them. z3 decides the result far faster than the
-    quantified form."""
-    memo = {}
-
-    def walk(e):
-        key = e.get_id()
-        hit = memo.get(key)
-        if hit is not None:
-            return hit[1]
-        if z3.is_quantifier(e):
-            body = e.body()
-            insts = [walk(z3.substitute_vars(body, *reversed(combo)))
-                     for combo in itertools.product(pages, repeat=e.num_vars())]
-            out = z3.And(insts) if e.is_forall() else z3.Or(insts)
-        elif z3.is_app(e) and e.num_args() > 0:
-            kids = [walk(c) for c in e.children()]
-            arr = (z3.Ast * len(kids))(*[k.as_ast() for k in kids])
-            out = z3.z3._to_expr_ref(z3.Z3_update_term(e.ctx_ref(), e.as_ast(), len(kids), arr), e.ctx)
-        else:
-            out = e
-        memo[key] = (e, out)  # e kept alive: z3 reuses the ids of freed terms
-        return out
-
-    out = [walk(f) for f in formulas]
-    ids = {c.get_id() for c in pages}
-    seen, pins = {}, []
-
-    def pin(e):
-        if e.get_id() in seen:
-            return
-        seen[e.get_id()] = e
-        if e.sort() == PageSort and e.get_id() not in ids:
-            pins.append(z3.Or([e == c for c in pages]))
-        for c in e.children():
-            pin(c)
-
-    for f in out:
-        pin(f)
-    return out + pins
 
 
 def _lift(m, s, r, u, pages):

@@ -24,7 +24,7 @@ import z3
 from .config import ProofConfig
 from .epr_actions import UACTIONS
 from .epr_properties import UINVARIANTS, UPROPS, device_leaves
-from .forest import Forest, PageSort
+from .forest import Forest, PageSort, finite_model
 from .paged import read_rank, symbolic, values_to_rank
 
 
@@ -72,14 +72,20 @@ def goal(su: USetup, target: str):
     return p.fn(su.u, su.pre, su.post, su.params)
 
 
-def check(su: USetup, target: str, action: str, timeout_ms: int = 60000):
-    """One obligation: (status, seconds, cti or None)."""
+def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
+    """One obligation: (status, seconds, cti or None). Where model-based instantiation
+    gives up, a finite counterexample is searched for directly (forest.finite_model)."""
     t0 = time.perf_counter()
     su.solver.set("timeout", timeout_ms)
     su.solver.push()
-    su.solver.add(z3.Not(goal(su, target)))
+    negated = z3.Not(goal(su, target))
+    su.solver.add(negated)
     res = su.solver.check()
-    cti = extract(su, su.solver.model(), target, action) if res == z3.sat else None
+    model = su.solver.model() if res == z3.sat else None
+    if res == z3.unknown:
+        model = finite_model(list(su.solver.assertions()))
+        res = z3.sat if model is not None else res
+    cti = extract(su, model, target, action) if model is not None else None
     su.solver.pop()
     status = "proved" if res == z3.unsat else ("failed" if res == z3.sat else "unknown")
     return status, time.perf_counter() - t0, cti

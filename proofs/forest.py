@@ -144,3 +144,62 @@ class Forest:
         index = {str(x): i for i, x in enumerate(order)}
         parents = tuple(-1 if par[x] is None else index[str(par[x])] for x in order)
         return order, parents
+
+
+def ground(formulas, pages) -> list:
+    """The formulas over a closed page sort, quantifier-free: every quantifier expanded
+    over the page constants (exact, as the constants are the whole sort), and every
+    page-valued term pinned to one of them. z3 decides the result far faster than the
+    quantified form."""
+    memo = {}
+
+    def walk(e):
+        key = e.get_id()
+        hit = memo.get(key)
+        if hit is not None:
+            return hit[1]
+        if z3.is_quantifier(e):
+            body = e.body()
+            insts = [walk(z3.substitute_vars(body, *reversed(combo)))
+                     for combo in itertools.product(pages, repeat=e.num_vars())]
+            out = z3.And(insts) if e.is_forall() else z3.Or(insts)
+        elif z3.is_app(e) and e.num_args() > 0:
+            kids = [walk(c) for c in e.children()]
+            arr = (z3.Ast * len(kids))(*[k.as_ast() for k in kids])
+            out = z3.z3._to_expr_ref(z3.Z3_update_term(e.ctx_ref(), e.as_ast(), len(kids), arr), e.ctx)
+        else:
+            out = e
+        memo[key] = (e, out)  # e kept alive: z3 reuses the ids of freed terms
+        return out
+
+    out = [walk(f) for f in formulas]
+    ids = {c.get_id() for c in pages}
+    seen, pins = {}, []
+
+    def pin(e):
+        if e.get_id() in seen:
+            return
+        seen[e.get_id()] = e
+        if e.sort() == PageSort and e.get_id() not in ids:
+            pins.append(z3.Or([e == c for c in pages]))
+        for c in e.children():
+            pin(c)
+
+    for f in out:
+        pin(f)
+    return out + pins
+
+
+def finite_model(formulas, sizes=range(1, 9), timeout_ms: int = 20000):
+    """A model of the formulas whose page sort has exactly n elements, for the first n
+    in ``sizes`` that has one (quantifiers expanded, ``ground``), else None. Where
+    model-based instantiation gives up on a satisfiable obligation, this finds its
+    finite counterexample; a model of any size is a real one."""
+    for n in sizes:
+        pages = [z3.Const(f"u{i}!{next(_ids)}", PageSort) for i in range(n)]
+        sol = z3.Solver()
+        sol.set("timeout", timeout_ms)
+        sol.add(*([z3.Distinct(*pages)] if n > 1 else []), *ground(formulas, pages))
+        if sol.check() == z3.sat:
+            return sol.model()
+    return None

@@ -136,3 +136,28 @@ def test_reclaim_demote_leaf_fails_release_safety_with_a_finite_cti():
     assert r.status == "failed" and r.cti is not None
     assert r.cti["forest"]["pages"] >= 2 and r.cti["pre"]["ranks"][0]["nodes"]
     assert all(x.status == "proved" for n, x in results.items() if n != "release_safety")
+
+
+def test_prove_command_unbounded_reports_pages_per_obligation(tmp_path, capsys):
+    import json
+
+    from tiercheck.cli import main
+
+    rc = main(["prove", "--unbounded", "--action", "load_dma_done", "--workers", "1", "--report", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    data = json.loads((tmp_path / "proofs.json").read_text())
+    pages = {(o["obligation"], o["pages"]) for o in data["obligations"]}
+    assert ("tree_chain", "any") in pages and ("slot_conservation", "<=2") in pages
+    assert "for any number of pages" in out and "| pages |" in (tmp_path / "proofs.md").read_text()
+
+
+@pytest.mark.slow
+def test_whole_unbounded_audit_of_correct_spec():
+    from tiercheck.proofs.audit import run_audit
+    from tiercheck.proofs.epr_obligations import covered
+
+    audit = run_audit(unbounded=True)
+    assert audit.failed == [] and audit.theorems_ok()
+    n_any = sum(r.pages == "any" for r in audit.obligations)
+    assert n_any == sum(covered(r.target, r.action) for r in audit.obligations) > 100

@@ -45,3 +45,22 @@ def test_variant_fails_an_obligation_with_cti(name):
             assert r.cti["post"]["ranks"], r
             return
     pytest.fail(f"variant {name}: every obligation proved")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BY_OBLIGATION)
+def test_variant_fails_the_unbounded_audit_with_cti(name):
+    """With --unbounded: the covered obligations for any number of pages, the rest
+    bounded at 2 pages, still one failure with a CTI (reclaim-demote-leaf, which needs 3
+    pages bounded, fails release_safety under evict unbounded)."""
+    from tiercheck.proofs.audit import prove_mixed
+    from tiercheck.proofs.obligations import ACTION_NAMES
+
+    first = VARIANTS[name].action
+    for action in [first] + [a for a in ACTION_NAMES if a != first]:
+        failed = [r for r in prove_mixed(action, (name,), 2)
+                  if r.status == "failed" and (r.target, action) not in KNOWN_OPEN]
+        if failed:
+            assert failed[0].cti is not None and failed[0].cti["post"]["ranks"], failed[0]
+            return
+    pytest.fail(f"variant {name}: every obligation proved")
