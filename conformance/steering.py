@@ -86,7 +86,7 @@ class Chooser:
             # Drawn whatever the strategy and the run's coverage: the shape of an
             # example's draws must not depend on state outside it (Hypothesis checks).
             self.fraction = Fractions(data, salt_seed)
-            self.profile = draw_profile(self.fraction, model.action_names())
+            self.profile = draw_profile(self.fraction, model.profiled_action_names())
             start, which = self.fraction("start"), self.fraction("target")
             if strategy == "coverage" and start < 0.5:
                 todo = [p for p in atlas.pairs if p not in cov.pairs]

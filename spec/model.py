@@ -125,6 +125,13 @@ class Model:
     def action_names(self):
         return [spec.name for spec in ACTIONS]
 
+    def profiled_action_names(self):
+        """The actions a conformance swarm profile weighs: all but those of a workload
+        option that is off (request_locks), so that a model without it draws exactly
+        what it drew before the option existed. (local_access stays listed whatever the
+        configuration, as it always was.)"""
+        return [s.name for s in ACTIONS if s.option != "request_locks" or self.cfg.request_locks]
+
     def action_kind(self, name: str) -> str:
         return ACTION_SPECS[name].kind
 
