@@ -82,6 +82,10 @@ class RankState(NamedTuple):
     digest: Tuple[int, ...] = ()
     # CP load-back planner only: this rank's local access order (least recent first).
     clock: Tuple[int, ...] = ()
+    # Durable LRU order and ages (spec/durable.py): (page, drain rounds since marked),
+    # least recently marked first; kept only when bounded (durable_capacity) or aged
+    # (refresh_rounds).
+    dlru: Tuple[Tuple[int, int], ...] = ()
 
 
 class State(NamedTuple):

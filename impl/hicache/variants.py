@@ -28,6 +28,8 @@ VARIANT_NAMES = frozenset(
         "negated-pair-overflow",
         "orphan-host-subtree",
         "split-write-lock-leak",
+        "durable-evicted-while-planned",
+        "prefetch-vote-skipped",
     }
 ) | PLANNER_VARIANTS  # the CP load-back planner's (planner-local-tiebreak), bound in cp_load.py
 
