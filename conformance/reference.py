@@ -45,6 +45,9 @@ def impl_config(cfg, variants=frozenset()) -> HiCacheConfig:
         load_back_evicts=False,  # the spec's scheduler evicts with separate evict steps
         cp_planner=cfg.cp_planner,  # ...unless load_back plans its own victims (seed 004)
         cp_lanes=cfg.cp_lanes,
+        durable_capacity=cfg.durable_capacity or None,
+        prefetch_stop_policy=cfg.prefetch_stop,
+        anti_churn_refresh_rounds=cfg.refresh_rounds or None,
         device="cpu",
     )
 

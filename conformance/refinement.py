@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from tiercheck.spec.action import NODE, PAGE, REQUEST
+from tiercheck.spec.durable import tracks_lru
 from tiercheck.spec.model import ACTION_SPECS
 from tiercheck.spec.state import DEV_NAMES, HOST_NAMES, Node, RankState, State, StorageAck
 
@@ -95,6 +96,7 @@ def rank_state(model, snap: dict) -> RankState:
         clock=tuple(_page(model, p) for p in snap.get("clock", ())),
         lru=tuple(_page(model, p) for p in snap.get("lru", ())),
         running=tuple(sorted((_request(model, r), _page(model, e)) for r, e in snap.get("running", ()))),
+        dlru=_durable_lru(model, snap),
     )
 
 
@@ -120,6 +122,15 @@ def _slot_fields(model, snap: dict) -> dict:
         "pslots": tuple(tuple(x) for x in snap["pq_slots"]),
         "rslots": tuple(tuple(x) for x in snap["relq_slots"]),
     }
+
+
+def _durable_lru(model, snap) -> tuple:
+    """The durable LRU's order and ages (capped at refresh_rounds), where the spec keeps
+    them (a bounded or age-gated LRU; spec/durable.py)."""
+    cfg = model.cfg
+    if not tracks_lru(cfg):
+        return ()
+    return tuple((_page(model, p), min(age, cfg.refresh_rounds)) for p, age in snap.get("durable_lru", ()))
 
 
 def refine(model, snaps: List[dict], hung: str = "", halted: str = "") -> State:

@@ -27,7 +27,7 @@ from typing import List, Optional
 
 from tiercheck.errors import UserError
 from tiercheck.inputs import MODEL_BYTES, read_text
-from tiercheck.spec.config import CONSTANTS, FAULTS, POLICIES, VICTIM_ORDERS, Config
+from tiercheck.spec.config import CONSTANTS, FAULTS, POLICIES, PREFETCH_STOPS, VICTIM_ORDERS, Config
 from tiercheck.spec.properties import BY_NAME, default_properties
 from tiercheck.spec.variants import VARIANTS
 
@@ -43,7 +43,7 @@ MAX_PAGES = 64
 _INT_KEYS = {c.name: c.bounds for c in CONSTANTS.values() if c.bounds}
 _BOOL_KEYS = tuple(c.name for c in CONSTANTS.values() if c.type == "bool")
 _MODEL_KEYS = set(_INT_KEYS) | set(_BOOL_KEYS) | {
-    "name", "description", "requests", "policy", "victim_order", "faults", "variants",
+    "name", "description", "requests", "policy", "victim_order", "prefetch_stop", "faults", "variants",
 }
 _CHECK_KEYS = {"properties", "expect_violation", "symmetry", "max_states", "slow"}
 
@@ -147,6 +147,10 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
         if model["victim_order"] not in VICTIM_ORDERS:
             raise err("model.victim_order", f"{model['victim_order']!r} is not one of {', '.join(VICTIM_ORDERS)}")
         kwargs["victim_order"] = model["victim_order"]
+    if "prefetch_stop" in model:
+        if model["prefetch_stop"] not in PREFETCH_STOPS:
+            raise err("model.prefetch_stop", f"{model['prefetch_stop']!r} is not one of {', '.join(PREFETCH_STOPS)}")
+        kwargs["prefetch_stop"] = model["prefetch_stop"]
     for key, known in (("faults", FAULTS), ("variants", VARIANTS)):
         if key in model:
             v = model[key]

@@ -16,6 +16,9 @@ POLICIES = ("write_through", "write_through_selective", "write_back")
 # Host-side victim order: "path" (the node's end page id, a fixed order over replicated
 # state) or "lru" (least recently used first, by the replicated logical access clock).
 VICTIM_ORDERS = ("path", "lru")
+# Prefetch stop policies (seed 004 can_terminate_prefetch): best_effort terminates at any
+# check; wait_complete only once every rank's read has finished (MAX vote).
+PREFETCH_STOPS = ("best_effort", "wait_complete")
 
 # Environment faults a model may switch on (each adds nondeterminism, none is a bug).
 FAULTS = {
@@ -77,6 +80,14 @@ class Config:
     # Width of the machine integers the digests travel in (64 in production; small here
     # so the explicit checker can reach the wrap-around).
     digest_bits: int = constant(16, "digest width in bits", twin="DigestBits", bounds=(2, 64))
+    # Prefetch termination (spec/prefetch.py): the stop policy each rank votes with.
+    prefetch_stop: str = constant("best_effort", "prefetch stop policy (PREFETCH_STOPS)", proofs=False)
+    # Seed 000's durable LRU (spec/durable.py): its bound in pages (0: unbounded) and the
+    # anti-churn age gate in drain rounds (0: a fully durable node is never staged again).
+    durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", proofs=False,
+                                     symmetry=False, bounds=(0, 64))
+    refresh_rounds: int = constant(0, "anti-churn age gate in drain rounds (0: none)", proofs=False,
+                                   symmetry=False, bounds=(0, 8))
     # Bounds that keep the state space finite.
     max_lock: int = constant(3, "lock/reference bound", twin="MaxLock", bounds=(1, 16))
     variants: frozenset = constant(frozenset(), "bug variants (spec/variants.py)", twin="Variants")

@@ -182,15 +182,37 @@ def check_prefetch_params(m, s):
 
 def check_prefetch_guard(m, s, a):
     i = a["op"]
+    # The check runs every scheduler iteration while the prefetch is outstanding; while
+    # the vote says some rank cannot terminate it changes nothing (a stuttering step).
     return all(i < len(rs.pq) and rs.pq[i] == s.ranks[0].pq[i] for rs in s.ranks)
 
 
+def can_terminate(m, rs, i) -> bool:
+    """A rank's vote (can_terminate_prefetch): best_effort always; wait_complete once its
+    read has finished (the seed's completed_tokens == the pages its hit query found)."""
+    return m.cfg.prefetch_stop == "best_effort" or rs.pdone[i] != NOT_DONE
+
+
+def terminate_vote(m, s, i) -> bool:
+    """The MAX all-reduce of (1 - can_terminate): the prefetch terminates only when every
+    rank can. While some rank cannot, the check changes nothing (a stuttering step). The
+    vote's other half, an operation terminated on some rank (a revoke, the
+    timeout policy), is not modelled: no action terminates one rank's operation."""
+    return all(can_terminate(m, rs, i) for rs in s.ranks)
+
+
 def check_prefetch_progress(m, s, a):
-    """Terminate (best effort: any time), agree on the completed prefix (MIN), insert it
+    """Terminate (once the MAX vote says every rank can: terminate_vote), agree on the completed prefix (MIN), insert it
     as host-only nodes, free what the tree already had, queue the unused tail for the
     next drain round, release the anchor."""
     i = a["op"]
     cfg = m.cfg
+    if not terminate_vote(m, s, i):
+        if cfg.has("prefetch-vote-skipped") and any(can_terminate(m, rs, i) for rs in s.ranks):
+            # A rank that can terminate enters the completed-pages MIN all-reduce without
+            # the MAX vote; a rank that cannot returned: the group hangs.
+            return s._replace(hung="check_prefetch_progress")
+        return s
     # A read terminated before it finished has brought nothing usable.
     completed = min(max(rs.pdone[i], 0) for rs in s.ranks)
     ranks = []

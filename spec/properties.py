@@ -242,7 +242,9 @@ def _release_ok(m, rs, rt) -> Optional[str]:
                 why = "locked"
             elif n.dev != RESIDENT:
                 why = "device copy not resident"
-            elif not all(rt.durable >> p & 1 for p in pages.chain(n.start, e)):
+            elif not all((rs.durable | rt.durable) >> p & 1 for p in pages.chain(n.start, e)):
+                # durable when released: before the step (the drain commits before its
+                # acks' marks, which may evict the entry's from a bounded LRU) or after
                 why = "not every page durable"
         elif is_device_leaf(pages, rs, e):
             spared = [

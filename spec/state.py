@@ -97,10 +97,15 @@ class RankState(NamedTuple):
     pslots: Tuple[Tuple[int, ...], ...] = ()
     rslots: Tuple[Tuple[int, ...], ...] = ()
 
+    # Durable LRU order and ages (spec/durable.py): (page, drain rounds since marked),
+    # least recently marked first; kept only when bounded (durable_capacity) or aged
+    # (refresh_rounds).
+    dlru: Tuple[Tuple[int, int], ...] = ()
+
 
 # RankState fields only Config fields without a TLA+ twin use (tiercheck tla refuses models
 # that set them, so the twin's rank record does not carry them).
-TWINLESS_FIELDS = ("lru", "running", "dslot", "hslot", "dfree", "hfree", "pslots", "rslots")
+TWINLESS_FIELDS = ("lru", "running", "dslot", "hslot", "dfree", "hfree", "pslots", "rslots", "dlru")
 
 
 class State(NamedTuple):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .action import act
 from .digest import negated_pairs_agree, plan_digest
+from .durable import age_round, mark
 from .host_eviction import is_redundant_mirror, victim_key
 from .memo import per_model
 from .state import StorageAck, live_nodes, node_len, nodes_covering
@@ -173,21 +174,31 @@ def drain_storage_control_queues(m, s, a):
     mirror = mirror_release_on(m)
     # The plan triples ride this round's all-reduce, so they are taken before its acks.
     entries = [committable(m, rs) for rs in s.ranks] if mirror else None
-    ranks = [
-        _drain_rank(m, rs, nb, nr, tuple([completed[i][r] for i in range(nb)]))
-        for r, rs in enumerate(s.ranks)
-    ]
-    if mirror:
-        ranks = _release_round(m, ranks, entries)
+    ranks = [_drain_rank(m, rs, nb, nr) for rs in s.ranks]
+    marks = [tuple([completed[i][r] for i in range(nb)]) for r in range(len(s.ranks))]
+    # The agreed entries are released before this round's acks add durable marks: with a
+    # bounded durable LRU (durable_capacity) a new mark can evict a planned entry's on one
+    # rank only (marks are per rank), and the live re-check there would skip a release the
+    # others make (durable-evicted-while-planned: the marks first). Without a bound the
+    # order does not matter: marks never unmake a candidate.
+    late = cfg.has("durable-evicted-while-planned") or cfg.has("release-no-consensus")
+    if late or not mirror:
+        ranks = [_mark_rank(m, rs, nb, done) for rs, done in zip(ranks, marks)]
+    if not mirror:
+        return s._replace(ranks=tuple(ranks))
+    ranks, go_on = _commit_round(m, ranks, entries)
+    if not late:
+        ranks = [_mark_rank(m, rs, nb, done) for rs, done in zip(ranks, marks)]
+    if go_on:
+        ranks = [_with_next_plan(m, rs) for rs in ranks]
     return s._replace(ranks=tuple(ranks))
 
 
 @per_model
-def _drain_rank(m, rs, nb, nr, completed):
-    """One rank's part of the drain: ``completed[i]`` is what it takes as completed for
-    ack slot i (see _synced_completed)."""
+def _drain_rank(m, rs, nb, nr):
+    """One rank's part of the drain: the acks drop their host references, the release
+    queue is freed. The acked ops stay in ``sq`` until their durable marks (_mark_rank)."""
     cfg = m.cfg
-    mirror = mirror_release_on(m)
     for i in range(nb):
         start, end = rs.sq[i]
         # release_host: the ack drops the host reference of the backup.
@@ -197,33 +208,41 @@ def _drain_rank(m, rs, nb, nr, completed):
             targets = nodes_covering(m.pages, rs, start, end)
         for e in targets:
             rs = update_node(rs, e, href=rs.nodes[e].href - 1)
-        if mirror:
-            chain = m.pages.chain(start, end)
+    freed = sum(rs.relq[:nr])
+    if cfg.slots:
+        rs = slots.release(m, rs, [s for entry in rs.rslots[:nr] for s in entry])
+        rs = rs._replace(rslots=rs.rslots[nr:])
+    return rs._replace(sdone=rs.sdone[nb:], relq=rs.relq[nr:], host_free=rs.host_free + freed)
+
+
+@per_model
+def _mark_rank(m, rs, nb, completed):
+    """The durable marks of the first ``nb`` acks: ``completed[i]`` is what this rank
+    takes as completed for ack slot i (see _synced_completed); then the ops leave ``sq``."""
+    cfg = m.cfg
+    if mirror_release_on(m):
+        rs = age_round(m, rs)
+        for i in range(nb):
+            chain = m.pages.chain(*rs.sq[i])
             done = len(chain) if cfg.has("durable-on-ack") else completed[i]
             for p in chain[: max(done, 0)]:
                 if rs.owner[p] >= 0:
-                    rs = rs._replace(durable=rs.durable | 1 << p)
-    freed = sum(rs.relq[:nr])
-    if m.cfg.slots:
-        rs = slots.release(m, rs, [s for entry in rs.rslots[:nr] for s in entry])
-        rs = rs._replace(rslots=rs.rslots[nr:])
-    return rs._replace(
-        sq=rs.sq[nb:], sdone=rs.sdone[nb:], relq=rs.relq[nr:], host_free=rs.host_free + freed
-    )
+                    rs = mark(m, rs, p)
+    return rs._replace(sq=rs.sq[nb:])
 
 
-def _release_round(m, ranks, entries):
+def _commit_round(m, ranks, entries):
     """Commit last round's plans if every rank proposed the identical (count, tokens,
-    digest) triple (one MIN all-reduce of negated pairs), then prepare the next plans.
-    ``entries``: per rank, the committable entries of its plan (taken before the acks;
-    an ack never makes a candidate stop being one, it only drops references and adds
-    durable marks)."""
+    digest) triple (one MIN all-reduce of negated pairs). ``entries``: per rank, the
+    committable entries of its plan, taken before the acks (an ack only drops references,
+    which never makes a candidate stop being one). Returns the ranks and whether the next
+    plans are to be prepared (not once the feature is closed)."""
     cfg = m.cfg
     if any(rs.closed for rs in ranks):
-        return ranks
+        return ranks, False
     if cfg.has("release-no-consensus"):
         # Mutation before consensus: each rank runs its own fresh plan at once.
-        return [execute_plan(m, rs, prepare_plan(m, rs)) for rs in ranks]
+        return [execute_plan(m, rs, prepare_plan(m, rs)) for rs in ranks], False
     if any(rs.plan for rs in ranks):
         triples = [plan_triple(m, rs, e) for rs, e in zip(ranks, entries)]
         agree = all(
@@ -236,8 +255,8 @@ def _release_round(m, ranks, entries):
             closed = mism >= cfg.fail_close_after
             ranks = [rs._replace(mismatch=mism, closed=closed, plan=()) for rs in ranks]
             if closed:
-                return ranks
-    return [_with_next_plan(m, rs) for rs in ranks]
+                return ranks, False
+    return ranks, True
 
 
 @per_model

@@ -7,6 +7,7 @@ they take a RankState and return a new one.
 from __future__ import annotations
 
 from . import slots
+from .durable import revoke
 from .state import (
     ABSENT,
     HOST_RESIDENT,
@@ -111,6 +112,8 @@ def remove_nodes(m, rs: RankState, ends) -> RankState:
             durable &= ~(1 << p)
         nodes[e] = None
     dups = tuple(d for d in rs.dups if d not in ends)
+    if rs.dlru:
+        rs = revoke(rs, [p for p, o in enumerate(rs.owner) if o >= 0 and owner[p] < 0])
     rs = rs._replace(owner=tuple(owner), nodes=tuple(nodes), durable=durable, dups=dups)
     if m.cfg.lru:
         rs = rs._replace(lru=tuple(e for e in rs.lru if e not in ends),

@@ -203,6 +203,32 @@ VARIANTS = {
             catalogue=False,
         ),
         Variant(
+            "durable-evicted-while-planned",
+            "seed 000 (bounded durable LRU, SGLANG_HICACHE_DURABLE_CAPACITY)",
+            "a planned release loses an entry's durable mark to capacity eviction on one "
+            "rank only: that rank skips the release the others make, replicas diverge",
+            "drain_storage_control_queues: this round's acks add durable marks (evicting "
+            "the least recent from the bounded LRU) before the agreed plan is committed "
+            "with its live re-check",
+            "rank_agreement",
+            action="drain_storage_control_queues", breaks_rank_symmetry=True, twin=False,
+            proof=OUT_OF_SCOPE + " needs the bounded durable LRU (durable_capacity), which the proofs do not encode",
+            catalogue=False,
+        ),
+        Variant(
+            "prefetch-vote-skipped",
+            "seed 004 can_terminate_prefetch (the MAX all-reduce of the stop-policy vote)",
+            "under wait_complete a rank whose read finished terminates the prefetch on its own "
+            "and waits in the completed-pages MIN all-reduce its peers, still reading, skipped: "
+            "TP deadlock",
+            "check_prefetch_progress: each rank's can_terminate decides alone, without the MAX "
+            "vote",
+            "no_collective_hang",
+            action="check_prefetch_progress", twin=False,
+            proof=OUT_OF_SCOPE + " needs the wait_complete stop policy (prefetch_stop), which the proofs do not encode",
+            catalogue=False,
+        ),
+        Variant(
             "orphan-host-subtree",
             "tiercheck finding in seed 004 (_evict_regular -> _delete_leaf)",
             "evicting a non-backed device leaf whose children were demoted detaches the "

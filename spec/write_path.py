@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .action import act
 from .cp_planner import lanes_fit
+from .durable import fresh
 from .memo import per_model
 from .host_eviction import allocate_host
 from .state import (
@@ -87,7 +88,8 @@ def _hit(m, rs, end, to_write):
     hits = min(n.hits + 1, cfg.write_threshold)
     rs = set_node(rs, end, n._replace(hits=hits))
     # Anti-churn (seed 000): a fully durable node is not staged again.
-    churn_guard = cfg.mirror_release and all_durable(m.pages, rs, end)
+    # Age-gated (refresh_rounds): once its marks are old it is staged again (refresh).
+    churn_guard = cfg.mirror_release and all_durable(m.pages, rs, end) and fresh(m, rs, end)
     if n.host == ABSENT and hits >= cfg.write_threshold and not churn_guard:
         to_write.append(end)
     return rs

@@ -42,6 +42,8 @@ class Inspect:
             "dev_free": self.device_pool.available(),
             "host_free": self.host_pool.available(),
             "durable": sorted(p(h) for h in self.durable),
+            # the durable LRU, least recently marked first: (page, drain rounds since marked)
+            "durable_lru": [(p(h), self.drain_round - r) for h, r in self.durable.items()],
             "wq": [(p(o.pages[0]), p(o.pages[-1])) for o in self.wq],
             "wdone": self._wdone(),
             "lq": [(p(o.pages[0]), p(o.anchor_end)) for o in self.lq],

@@ -117,12 +117,17 @@ class Prefetch:
         """Terminate prefetch ``index`` (MAX vote: under wait_complete a rank whose read is
         still running keeps it going), agree on the completed pages (MIN), insert them as
         host-only nodes, free what the tree already had, queue the unused tail on the host
-        release queue, release the anchor. True when the prefetch was retired."""
+        release queue, release the anchor. True when the prefetch was retired. The
+        prefetch-vote-skipped variant lets each rank's own vote decide (a rank still
+        reading returns while its peers wait in the MIN all-reduce)."""
         self._poll()
         op = self._prefetch_op(index)
         finished = op.settled and op.done is not None
         keep_going = int(self.cfg.prefetch_stop_policy == "wait_complete" and not finished)
-        if self._reduce([keep_going], "max", "prefetch_terminate")[0]:
+        if self.cfg.has("prefetch-vote-skipped"):
+            if keep_going:  # the bug: this rank's own vote decides, no MAX all-reduce
+                return False
+        elif self._reduce([keep_going], "max", "prefetch_terminate")[0]:
             return False
         # A read terminated before it finished has brought nothing usable.
         local = op.done if finished else 0

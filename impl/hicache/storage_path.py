@@ -114,20 +114,34 @@ class StoragePath:
                 n.host_ref -= 1
             if own != SKIP:
                 self.metrics.add(mt.BACKUPED, own * ps)
-            if mirror:
-                # Durable: only the completed prefix of the ack (an ack is not success).
-                k = len(op.pages) if self.cfg.has("durable-on-ack") else done
-                for h in op.pages[: max(k, 0)]:
-                    if h in self.tree.owner:
-                        self._mark_durable(h)
+        acked = list(zip(self.sq[:nb], completed))
         self.sq = self.sq[nb:]
         freed = [s for slots in self.relq[:nr] for s in slots]
         if freed:
             self.host_pool.free(freed)
         self.relq = self.relq[nr:]
-        if mirror:
-            self._release_round(red[2:])
+        if not mirror:
+            return nb, nr
+        # The agreed plan is committed before this round's acks add durable marks: a mark
+        # can evict a planned entry's from a bounded durable LRU on this rank only, and the
+        # live re-check would then skip a release the other ranks make.
+        late = self.cfg.has("durable-evicted-while-planned") or self.cfg.has("release-no-consensus")
+        if late:
+            self._mark_acked(acked)
+        go_on = self._release_round(red[2:])
+        if not late:
+            self._mark_acked(acked)
+        if go_on:
+            self.plan = self._prepare_plan()
         return nb, nr
+
+    def _mark_acked(self, acked) -> None:
+        """Durable: only the completed prefix of each ack (an ack is not success)."""
+        for op, done in acked:
+            k = len(op.pages) if self.cfg.has("durable-on-ack") else done
+            for h in op.pages[: max(k, 0)]:
+                if h in self.tree.owner:
+                    self._mark_durable(h)
 
     # -- mirror release (seed 000) ------------------------------------------------------------
 
@@ -160,15 +174,16 @@ class StoragePath:
             out += dg.pair(v, self.cfg.wire_bits)
         return out
 
-    def _release_round(self, fields: list[int]) -> None:
+    def _release_round(self, fields: list[int]) -> bool:
         """Commit last round's plan if every rank proposed the identical (count, tokens,
-        digest) triple (negated pairs: one MIN gives min and max), then prepare the next."""
+        digest) triple (negated pairs: one MIN gives min and max). True when the next plan
+        is to be prepared (the caller does, after this round's durable marks)."""
         bits = self.cfg.wire_bits
         if self.closed:
-            return
+            return False
         if self.cfg.has("release-no-consensus"):
             self._execute_plan(self._prepare_plan())  # mutation before consensus
-            return
+            return False
         if dg.wrap(-fields[1], bits) > 0:  # some rank has a plan
             agree = all(dg.pair_agrees(fields[i], fields[i + 1], bits) for i in (0, 2, 4))
             if agree:
@@ -180,8 +195,8 @@ class StoragePath:
                 self.closed = self.mismatch >= self.cfg.fail_close_after
                 self.plan = []
                 if self.closed:
-                    return
-        self.plan = self._prepare_plan()
+                    return False
+        return True
 
     def _prepare_plan(self) -> list[str]:
         """Candidates (derived from state, in victim order) until the deficit is covered."""

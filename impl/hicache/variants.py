@@ -31,6 +31,8 @@ VARIANT_NAMES = frozenset(
         "lru-local-clock",
         "split-slice-off-by-one",
         "split-write-lock-leak",
+        "durable-evicted-while-planned",
+        "prefetch-vote-skipped",
     }
 ) | PLANNER_VARIANTS  # the CP load-back planner's (planner-local-tiebreak), bound in cp_load.py
 

@@ -32,6 +32,7 @@ CORRECT = {
     "cp-planner-ancestors-1r": (11972, 70440),
     "cp-planner-lanes-2r": (10592, 48553),
     "wb-1r": (92, 379),
+    "wt-durable-lru-1r": (1006, 4838),
     "wb-2r": (176, 819),
     "wb-reclaim-1r": (247, 1268),
     "wb-reclaim-2r": (1174, 8021),
@@ -48,6 +49,7 @@ CORRECT = {
     "wt-mirror-sym4-2r": (26352, 178616),
     "wt-prefetch-1r": (7380, 43676),
     "wt-prefetch-2r": (471, 2621),
+    "wt-prefetch-wait-2r": (399, 2251),
     "wt-storage-1r": (2461, 16664),
     "wt-storage-2r": (58245, 407078),
     "wts-1r": (182, 806),
@@ -58,6 +60,7 @@ CORRECT = {
 # name -> (distinct states, properties violated among the model's default properties)
 EXPECTED = {
     "variants/digest-unchecked": (22389, {"eviction_progress", "rank_agreement", "slot_conservation"}),
+    "variants/durable-evicted-while-planned": (54997, {"rank_agreement"}),
     "variants/durable-on-ack": (15636, {"durable_only_when_acked"}),
     "variants/early-return-collective": (13, {"no_collective_hang"}),
     "variants/failed-batch-acked": (15636, {"durable_only_when_acked"}),
@@ -69,6 +72,7 @@ EXPECTED = {
     "variants/partial-backup-leak": (19, {"rank_agreement"}),
     "variants/planner-local-tiebreak": (46581, {"planner_determinism", "rank_agreement"}),
     "variants/prefetch-double-free": (2513, {"eviction_progress", "slot_conservation"}),
+    "variants/prefetch-vote-skipped": (487, {"no_collective_hang"}),
     "variants/reclaim-demote-leaf": (181, {"release_safety"}),
     "variants/reclaim-during-loadback": (277, {"no_ghost", "no_use_after_free", "release_safety"}),
     "variants/release-busy": (2985, {"release_safety"}),

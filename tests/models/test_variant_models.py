@@ -22,7 +22,13 @@ def _variant_model(name):
     return model_file.load(str(path))
 
 
-@pytest.mark.parametrize("name", sorted(VARIANTS))
+def _params():
+    """Every variant; those whose model file says slow run under -m slow."""
+    return [pytest.param(n, marks=pytest.mark.slow if model_file.load(VARIANTS[n].model).slow else (), id=n)
+            for n in sorted(VARIANTS)]
+
+
+@pytest.mark.parametrize("name", _params())
 def test_variant_is_caught_with_the_expected_property(name):
     mf = _variant_model(name)
     assert mf.config.variants == {name}
@@ -31,7 +37,7 @@ def test_variant_is_caught_with_the_expected_property(name):
     assert res.verdicts[mf.expect_violation] == "violated", res.verdicts
 
 
-@pytest.mark.parametrize("name", sorted(VARIANTS))
+@pytest.mark.parametrize("name", _params())
 def test_the_same_model_without_the_variant_satisfies_it(name):
     mf = _variant_model(name)
     cfg = replace(mf.config, variants=frozenset())

@@ -83,8 +83,8 @@ def _options():
     out = []
     for c in CONSTANTS.values():
         if not c.twin:
-            if c.name == "victim_order":
-                out.append((c.name, "lru"))
+            if c.name in ("victim_order", "prefetch_stop"):
+                out.append((c.name, {"victim_order": "lru", "prefetch_stop": "wait_complete"}[c.name]))
                 continue
             assert isinstance(c.default, (bool, int)), f"{c.name}: pick a test value"
             out.append((c.name, True if isinstance(c.default, bool) else c.default + 1))
