@@ -194,6 +194,9 @@ FIELD_KINDS = {
     # slot identities: per-page slot arrays move with their pages; slot ids are not pages
     "dslot": "per_page", "hslot": "per_page", "dfree": "same", "hfree": "same",
     "pslots": "same", "rslots": "same",
+    # the durable LRU: (page, age) in recency order (non-empty only with options that turn
+    # prefix relabelings off, see _unaudited_options)
+    "dlru": "page_pairs",
 }
 UNKNOWN_FIELDS = [f for f in RankState._fields if f not in FIELD_KINDS]
 
@@ -229,6 +232,8 @@ def relabel_rank(rs: RankState, perm, rq) -> RankState:
             for p, x in enumerate(v):
                 moved[perm[p]] = x
             out.append(tuple(moved))
+        elif kind == "page_pairs":
+            out.append(tuple((perm[p], x) for p, x in v))
         elif kind == "held":
             out.append(tuple(sorted((rq[r], perm[e]) for r, e in v)))
         elif kind == "prefetches":
