@@ -16,6 +16,8 @@ from collections import deque
 
 # Why a model's spec never enables an action, from its constants (first match wins).
 NOT_IN_MODEL = (
+    (("write_dma_done",), lambda c: c.write_back,
+     "write_back: the D->H copy completes inside the evict step (blocking writing_check)"),
     (("storage_backup_done", "drain_storage_control_queues", "store_lose", "prefetch_from_storage",
       "prefetch_io", "check_prefetch_progress"), lambda c: not c.storage, "no storage tier (storage = false)"),
     (("prefetch_from_storage", "prefetch_io", "check_prefetch_progress"), lambda c: not c.prefetch,
@@ -94,20 +96,19 @@ def model_coverage(cfg, backend: str) -> dict:
 
 
 def table(rows: dict, names) -> str:
-    """Markdown: action x model run, each cell 'taken (N)' / a reason."""
-    runs = list(rows)
-    lines = ["| action | " + " | ".join(runs) + " |", "|---|" + "---|" * len(runs)]
-    for name in names:
-        cells = []
-        for run in runs:
-            cell = rows[run].get(name, {"why": "-"})
-            if "taken" in cell:
-                cells.append(f"taken ({cell['taken']} steps)")
-            elif "disagrees" in cell:
-                cells.append(f"**disagrees**: {cell['disagrees']}")
-            else:
-                cells.append(cell["why"])
-        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    """Markdown, one row per model run: the actions taken (witness length), the ones that
+    disagree, and the others grouped by the reason they are not taken."""
+    lines = ["| model | taken (steps of its shortest witness) | disagrees | not taken: why |",
+             "|---|---|---|---|"]
+    for run, cells in rows.items():
+        taken = [f"{n} ({cells[n]['taken']})" for n in names if "taken" in cells.get(n, {})]
+        bad = [f"{n}: {cells[n]['disagrees']}" for n in names if "disagrees" in cells.get(n, {})]
+        why: dict = {}
+        for n in names:
+            if "why" in cells.get(n, {}):
+                why.setdefault(cells[n]["why"], []).append(n)
+        lines.append(f"| {run} | {', '.join(taken)} | {'; '.join(bad) or '-'} | "
+                     + "; ".join(f"{', '.join(ns)}: {reason}" for reason, ns in why.items()) + " |")
     return "\n".join(lines)
 
 

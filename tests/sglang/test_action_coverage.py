@@ -25,4 +25,4 @@ def test_actions_a_model_cannot_take_say_why():
     assert why_not(cfg, "insert") == ""
     rows = {"wt-1r": {"insert": {"taken": 1}, "prefetch_io": {"why": why_not(cfg, "prefetch_io")}}}
     out = table(rows, ["insert", "prefetch_io"])
-    assert "taken (1 steps)" in out and "no storage tier" in out
+    assert "insert (1)" in out and "prefetch_io: no storage tier" in out
