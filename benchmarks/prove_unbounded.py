@@ -39,6 +39,9 @@ def main(argv=None) -> int:
     print(f"unbounded obligations: {ok}/{len(results)} proved over {actions} actions (init included), "
           f"forests of any size, {wall:.1f}s wall on {args.workers} worker(s)")
     bad = len(results) - ok
+    for r in results:
+        if r.status != "proved":
+            print(f"  not proved: {r.target} under {r.action} ({r.status}, pages any)")
     if not args.skip_bounded:
         from tiercheck.proofs.audit import run_audit
 
@@ -48,6 +51,8 @@ def main(argv=None) -> int:
               f"proved ({n_any} for any number of pages, the rest pages <= {audit.pages}), "
               f"{audit.wall:.1f}s wall on {audit.workers} worker(s), {audit.cpu:.1f}s cpu")
         bad += len(audit.failed)
+        for r in audit.failed:
+            print(f"  not proved: {r.target} under {r.action} ({r.status}, pages {r.pages})")
     load1 = os.getloadavg()
     print(f"load average (1 min) {load0[0]:.1f} at start, {load1[0]:.1f} at end; {os.cpu_count()} cores visible")
     return 1 if bad else 0

@@ -129,11 +129,16 @@ def extract(su: USetup, model, target: str, action: str) -> Dict:
         rs = values_to_rank(read_rank(model, view, order))
         return State(ranks=(rs._replace(dups=dups if with_dups else ()),), store=(0,))
 
-    params = {}
-    if "node" in su.params:
-        params["node"] = idx.get(str(model.eval(su.params["node"], model_completion=True)), -1)
-    choices = {k: z3.is_true(model.eval(v, model_completion=True)) for k, v in su.params.items()
-               if isinstance(v, z3.BoolRef)}
+    params, choices = {}, {}
+    for k, v in su.params.items():
+        if isinstance(v, z3.ExprRef) and v.sort() == PageSort:  # a page: the spec's node/req, else named
+            i = idx.get(str(model.eval(v, model_completion=True)), -1)
+            if k in ("node", "req"):
+                params[k] = i  # requests are the pages' paths in page order: req = its last page
+            else:
+                choices[k] = m.page_name(i) if i >= 0 else "?"
+        elif isinstance(v, z3.BoolRef):
+            choices[k] = z3.is_true(model.eval(v, model_completion=True))
     a = act(action, **params)
     return {
         "target": target, "action": action, "pages": "any", "config": _config_dict(cfg), "ranks": 1,
