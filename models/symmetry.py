@@ -183,14 +183,15 @@ def _bits(mask: int, perm) -> int:
 
 
 # How each RankState field changes under a relabeling: "page" fields hold page ids,
-# "pages" tuples of them, "spans" (start, end) pairs; the rest are counts and flags.
+# "pages" tuples of them, "spans" (start, end) pairs, "paged" (page, value) pairs; the
+# rest are counts and flags.
 # A field not listed here (added to the spec later) disables prefix relabelings.
 FIELD_KINDS = {
     "owner": "owner", "nodes": "nodes", "dev_free": "same", "host_free": "same",
     "durable": "mask", "wq": "spans", "wdone": "same", "lq": "spans", "ldone": "same",
     "sq": "spans", "sdone": "same", "pq": "prefetches", "pdone": "same", "relq": "same",
     "plan": "pages", "mismatch": "same", "closed": "same", "dups": "pages", "digest": "pages",
-    "clock": "pages",
+    "clock": "pages", "dlru": "paged",
 }
 UNKNOWN_FIELDS = [f for f in RankState._fields if f not in FIELD_KINDS]
 
@@ -221,6 +222,8 @@ def relabel_rank(rs: RankState, perm, rq) -> RankState:
             out.append(tuple((perm[a], perm[b]) for a, b in v))
         elif kind == "pages":
             out.append(tuple(perm[e] for e in v))
+        elif kind == "paged":
+            out.append(tuple((perm[e], x) for e, x in v))
         elif kind == "prefetches":
             out.append(tuple((rq[r], perm[a] if a >= 0 else -1, k, c) for r, a, k, c in v))
     return RankState(*out)
