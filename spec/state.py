@@ -88,6 +88,11 @@ class RankState(NamedTuple):
     dlru: Tuple[Tuple[int, int], ...] = ()
 
 
+# RankState fields the TLA+ twin does not have: only options it refuses (spec/config.py,
+# twin="") make them differ from their default, so in every model it checks they are empty.
+TWINLESS_FIELDS = frozenset({"dlru"})
+
+
 class State(NamedTuple):
     ranks: Tuple[RankState, ...]
     store: Tuple[int, ...]  # per rank: bitmask of pages whose shard the store holds
