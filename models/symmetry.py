@@ -183,7 +183,8 @@ def _bits(mask: int, perm) -> int:
 
 
 # How each RankState field changes under a relabeling: "page" fields hold page ids,
-# "pages" tuples of them, "spans" (start, end) pairs; the rest are counts and flags.
+# "pages" tuples of them, "spans" (start, end) pairs, "paged" (page, value) pairs; the
+# rest are counts and flags.
 # A field not listed here (added to the spec later) disables prefix relabelings.
 FIELD_KINDS = {
     "owner": "owner", "nodes": "nodes", "dev_free": "same", "host_free": "same",

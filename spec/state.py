@@ -103,9 +103,9 @@ class RankState(NamedTuple):
     dlru: Tuple[Tuple[int, int], ...] = ()
 
 
-# RankState fields only Config fields without a TLA+ twin use (tiercheck tla refuses models
-# that set them, so the twin's rank record does not carry them).
-TWINLESS_FIELDS = ("lru", "running", "dslot", "hslot", "dfree", "hfree", "pslots", "rslots", "dlru")
+# RankState fields the TLA+ twin does not have: only options it refuses (spec/config.py,
+# twin="") make them differ from their default, so in every model it checks they are empty.
+TWINLESS_FIELDS = frozenset({"lru", "running", "dslot", "hslot", "dfree", "hfree", "pslots", "rslots", "dlru"})
 
 
 class State(NamedTuple):
