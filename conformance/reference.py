@@ -70,9 +70,10 @@ class ReferenceDriver:
         self.halted = ""
         self._counters = [{} for _ in range(cfg.ranks)]  # each rank's metrics at the last verify
         self._started = None  # per rank, what the last step's prefetch_from_storage returned
+        self._last, self._last_fresh = None, False
 
     def apply(self, action) -> None:
-        self._started = None
+        self._started, self._last_fresh = None, False
         if self.hung or self.halted:
             return  # the group stopped; the spec has no successors either
         try:
@@ -92,7 +93,7 @@ class ReferenceDriver:
 
     def state(self):
         snaps = self.group.snapshot() if not self.hung else self._last
-        self._last = snaps
+        self._last, self._last_fresh = snaps, True
         return refine(self.model, snaps, hung=self.hung, halted=self.halted)
 
     def verify(self):
@@ -106,7 +107,9 @@ class ReferenceDriver:
         numbers of tokens and never go down."""
         out = []
         host_pages = self.group.cfg.host_pages
-        snaps = self.group.snapshot(store=False)
+        # The snapshot state() just took, if no step came between (conformance asks for
+        # the state, then verify, after every step).
+        snaps = self._last if self._last_fresh else self.group.snapshot(store=False)
         for r, (index, snap) in enumerate(zip(self._started or (), snaps)):
             # prefetch_from_storage returns the new prefetch's index in the queue (None: none started)
             if index is not None and index != len(snap["pq"]) - 1:
