@@ -36,6 +36,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -51,8 +52,11 @@ NOT_SAMPLED = "not sampled"
 CUDA = "needs CUDA"
 ANNOTATION = "equivalent: inside an annotation, never evaluated"
 NOT_REACHED = "not reached: no part of the suite executes this line"
+INVALID = "invalid: the mutated module does not compile"
 
 try:
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.plugins import get_operator
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 except ImportError:  # pragma: no cover
@@ -127,6 +131,20 @@ def annotation_spans(path: Path) -> list:
     return spans
 
 
+def compiles(m) -> bool:
+    """Whether the mutant is Python at all (cosmic-ray also mutates the bare ``*`` of a
+    keyword-only signature into ``&``, ``-``, ...)."""
+    op = get_operator(m.operator_name)(**(getattr(m, "operator_args", None) or {}))
+    code = mutate_code((ROOT / m.module_path).read_text(), op, m.occurrence)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # `x is "literal"` mutants compile, with a warning
+        try:
+            compile(code or "", str(m.module_path), "exec")
+        except SyntaxError:
+            return False
+    return True
+
+
 def in_annotation(m, spans_of) -> bool:
     f = Path(m.module_path).as_posix()
     lo, hi = tuple(m.start_pos), tuple(m.end_pos)
@@ -172,6 +190,9 @@ def classify(db_path: Path, reached: dict, n, seed: int) -> dict:
             elif in_annotation(m, spans_of):
                 db.set_result(w.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=ANNOTATION))
                 counts[ANNOTATION] += 1
+            elif not compiles(m):
+                db.set_result(w.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=INVALID))
+                counts[INVALID] += 1
             else:
                 runnable[Path(m.module_path).as_posix()].append(w)
         pool = sum(len(v) for v in runnable.values())
@@ -219,6 +240,7 @@ def tally(db_path: Path):
     pop = Counter()
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         items = {w.job_id: w for w in db.work_items}
+        pop["pending"] = db.num_work_items - db.num_results
         for job_id, result in db.results:
             m = items[job_id].mutations[0]
             f = Path(m.module_path).as_posix()
@@ -253,13 +275,16 @@ def report(db_path: Path) -> int:
         tot.update(c)
         print(f"{f:32}" + "".join(f" {c[k]:>11}" for k in COLUMNS))
     print(f"{'total':32}" + "".join(f" {tot[k]:>11}" for k in COLUMNS))
-    print(f"\nmutants in the session: {pop['total']}; not run: {pop[ANNOTATION]} in annotations (equivalent), "
-          f"{pop[CUDA]} in CUDA-only code, {pop[NOT_SAMPLED]} not sampled")
+    print(f"\nmutants in the session: {pop['total'] + pop['pending']}; not run: {pop[ANNOTATION]} in annotations "
+          f"(equivalent), {pop[INVALID]} that do not compile, {pop[CUDA]} in CUDA-only code, "
+          f"{pop[NOT_SAMPLED]} not sampled; {pop['pending']} still pending")
     killed = tot["killed"] + tot["timed out"]
     scored = killed + tot["survived"] + tot["not reached"]
     if scored:
         print(f"score: {killed}/{scored} = {100 * killed / scored:.1f}% of non-equivalent mutants killed "
               f"(timed out counts as killed; not reached as survived)")
+        ran = killed + tot["survived"]
+        print(f"of the mutants the suite reaches: {killed}/{ran} = {100 * killed / max(ran, 1):.1f}% killed")
     if survivors:
         print("\nsurvivors (file:line:operator):")
         for s in sorted(survivors, key=lambda k: (k.split(":")[0], int(k.split(":")[1]), k)):

@@ -76,12 +76,17 @@ class ReferenceDriver:
         self.hung = ""
         self.halted = ""
         self._counters = [{} for _ in range(cfg.ranks)]  # each rank's metrics at the last verify
+        self._started = None  # per rank, what the last step's prefetch_from_storage returned
+        self._last, self._last_fresh = None, False
 
     def apply(self, action) -> None:
+        self._started, self._last_fresh = None, False
         if self.hung or self.halted:
             return  # the group stopped; the spec has no successors either
         try:
-            self.group.apply(action.name, **concretize(self.model, action))
+            got = self.group.apply(action.name, **concretize(self.model, action))
+            if action.name == "prefetch_from_storage":
+                self._started = got
         except (DeviceFullError, ProtocolError):
             # The implementation refused a step its own guards do not allow: no step (the
             # comparison that follows still catches a refusal the spec disagrees with, or
@@ -95,21 +100,29 @@ class ReferenceDriver:
 
     def state(self):
         snaps = self.group.snapshot() if not self.hung else self._last
-        self._last = snaps
+        self._last, self._last_fresh = snaps, True
         return refine(self.model, snaps, hung=self.hung, halted=self.halted)
 
     def verify(self):
         if self.hung or self.halted:
             return []
-        return self.group.verify() + self._metrics_problems()
+        return self.group.verify() + self._reported_problems()
 
-    def _metrics_problems(self) -> list:
-        """The metrics a rank exports against its own state: the host-pool gauges match
-        the host pool the snapshot shows, and every counter is a whole number of tokens
-        that never goes down."""
+    def _reported_problems(self) -> list:
+        """What a rank reports besides its state, against its own state: the index a
+        prefetch_from_storage returned, the host-pool gauges, and counters that are whole
+        numbers of tokens and never go down."""
         out = []
         host_pages = self.group.cfg.host_pages
-        for r, (m, snap) in enumerate(zip(self.group.metrics(), self.group.snapshot(store=False))):
+        # The snapshot state() just took, if no step came between (conformance asks for
+        # the state, then verify, after every step).
+        snaps = self._last if self._last_fresh else self.group.snapshot(store=False)
+        for r, (index, snap) in enumerate(zip(self._started or (), snaps)):
+            # prefetch_from_storage returns the new prefetch's index in the queue (None: none started)
+            if index is not None and index != len(snap["pq"]) - 1:
+                out.append(f"rank {r}: prefetch_from_storage returned index {index!r}, "
+                           f"the prefetch queue has {len(snap['pq'])}")
+        for r, (m, snap) in enumerate(zip(self.group.metrics(), snaps)):
             total = host_pages * LAYOUT.page_size
             want = {mt.HOST_TOTAL: total, mt.HOST_USED: total - snap["host_free"] * LAYOUT.page_size}
             for key, value in want.items():
