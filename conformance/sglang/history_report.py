@@ -125,6 +125,9 @@ def write_report(data: dict, path: Path) -> None:
         if "skipped" in r:
             lines.append(f"| {r['release']} | skipped: {r['skipped']} | | | | | |")
             continue
+        if r.get("no_campaign"):  # the lane replays the findings' traces, no campaign rows
+            lines.append(f"| {r['release']} | replays only: {r['no_campaign']} | | | | | |")
+            continue
         bad = sum(x.get("result") == "disagrees" or bool(x.get("disagreements")) for x in r["rows"])
         distinct = {f.get("signature") for f in data["findings"] if f["release"] == r["release"]}
         lines.append(f"| {r['release']} | ran | {r.get('setup_seconds', '')} | {r['seconds']} | "
@@ -154,7 +157,7 @@ def write_report(data: dict, path: Path) -> None:
         lines.append(f"\nn/a on {', '.join(dict.fromkeys(rels))}: {why}.")
     lines += ["", "Spec actions never taken on a release (all runs together), and why:", ""]
     for r in results:
-        if "skipped" in r:
+        if "skipped" in r or r.get("no_campaign"):
             continue
         taken: dict = {}
         for row in r["rows"]:
