@@ -63,3 +63,16 @@ def test_a_wrapper_records_every_use_and_refuses_what_it_lacks():
     assert n >> 1 == 3 and 1 << n == 64 and n & 2 == 2 and box[0] == 1
     with pytest.raises(TypeError):
         (1, 2) * Tracked(1.5, box, 1)  # an operation the value refuses stays refused
+
+
+def test_the_engine_is_chosen_on_the_command_line(capsys):
+    from tiercheck.cli import main
+
+    outs = []
+    for engine in ("plain", "memo"):
+        assert main(["check", "wt-2r", "--engine", engine, "--quiet"]) == 0
+        outs.append(capsys.readouterr().out)
+    assert all("227 distinct states, 1,170 transitions" in o for o in outs)
+    assert main(["check", "wt-2r", "--engine", "jit"]) == 2
+    err = capsys.readouterr().err
+    assert "--engine" in err and len(err.strip().splitlines()) == 1
