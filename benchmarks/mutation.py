@@ -6,6 +6,7 @@ campaign plus the shipped generated tours; not the unit tests), one cosmic-ray s
 Before any mutant runs, the session is classified without running anything:
   - equivalent by rule: a mutant inside an annotation of a module with
     ``from __future__ import annotations`` (never evaluated);
+  - invalid: the mutated module does not compile (left out);
   - needs CUDA: code only a CUDA device runs (benchmarks/mutation_needs_cuda.txt), left
     out of a CPU run;
   - not reached: a mutant on a line that no unit of the suite executes (the suite's line
@@ -15,9 +16,10 @@ The rest (or a sample of ``--sample`` of them, stratified by file) runs through
 ``cosmic-ray exec`` with ``--timeout`` seconds per mutant; each runs only the suite's
 units that execute its line (mutation_suite.py --select), cheapest first. The report
 prints killed / timed out / survived / not reached / equivalent per file, the survivors
-by file:line:operator and the score killed / (killed + survived); a timed-out mutant
-counts as killed (the suite did not pass). Equivalent mutants judged by hand are listed
-with their reason in benchmarks/mutation_equivalent.txt.
+by file:line:operator and the score killed / (killed + survived); a timed-out mutant is
+listed apart (a hang, or a survivor slower than the timeout on a loaded machine).
+Equivalent mutants judged by hand are listed with their reason in
+benchmarks/mutation_equivalent.txt.
 
 cosmic-ray edits the files in place while it runs: use a clean checkout whose editable
 install is the one this interpreter imports, and do not run anything else from it.
@@ -233,10 +235,11 @@ COLUMNS = ("killed", "timed out", "survived", "not reached", "equivalent", "inco
 
 
 def tally(db_path: Path):
-    """(per file Counter, survivors as file:line:operator, population Counter)."""
+    """(per file Counter, survivors and timed-out mutants as file:line:operator,
+    population Counter)."""
     eq = equivalents()
     per_file: dict = {}
-    survivors = []
+    survivors, timed_out = [], []
     pop = Counter()
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         items = {w.job_id: w for w in db.work_items}
@@ -256,17 +259,20 @@ def tally(db_path: Path):
             elif result.test_outcome == TestOutcome.SURVIVED:
                 c["not reached" if result.output == NOT_REACHED else "survived"] += 1
                 survivors.append(key + (" (not reached)" if result.output == NOT_REACHED else ""))
-            elif result.test_outcome == TestOutcome.INCOMPETENT:
-                c["incompetent"] += 1
-            elif result.output == "timeout":
+            elif result.output == "timeout" or result.worker_outcome == WorkerOutcome.ABNORMAL:
+                # ABNORMAL: no answer from the worker (cosmic-ray's http distributor gives
+                # up on a request after 5 minutes), so a timeout as well.
                 c["timed out"] += 1
+                timed_out.append(key)
+            elif result.test_outcome == TestOutcome.INCOMPETENT or result.worker_outcome != WorkerOutcome.NORMAL:
+                c["incompetent"] += 1
             else:
                 c["killed"] += 1
-    return per_file, survivors, pop
+    return per_file, survivors, timed_out, pop
 
 
 def report(db_path: Path) -> int:
-    per_file, survivors, pop = tally(db_path)
+    per_file, survivors, timed_out, pop = tally(db_path)
     head = f"{'file':32}" + "".join(f" {c:>11}" for c in COLUMNS)
     print(head)
     print("-" * len(head))
@@ -278,13 +284,18 @@ def report(db_path: Path) -> int:
     print(f"\nmutants in the session: {pop['total'] + pop['pending']}; not run: {pop[ANNOTATION]} in annotations "
           f"(equivalent), {pop[INVALID]} that do not compile, {pop[CUDA]} in CUDA-only code, "
           f"{pop[NOT_SAMPLED]} not sampled; {pop['pending']} still pending")
-    killed = tot["killed"] + tot["timed out"]
+    killed = tot["killed"]
     scored = killed + tot["survived"] + tot["not reached"]
     if scored:
         print(f"score: {killed}/{scored} = {100 * killed / scored:.1f}% of non-equivalent mutants killed "
-              f"(timed out counts as killed; not reached as survived)")
+              f"(not reached counts as survived; {tot['timed out']} timed out and {tot['incompetent']} "
+              "incompetent left out)")
         ran = killed + tot["survived"]
         print(f"of the mutants the suite reaches: {killed}/{ran} = {100 * killed / max(ran, 1):.1f}% killed")
+    if timed_out:
+        print("\ntimed out (the suite ran past --timeout: a hang, or a slow survivor):")
+        for s in sorted(timed_out):
+            print(f"  {s}")
     if survivors:
         print("\nsurvivors (file:line:operator):")
         for s in sorted(survivors, key=lambda k: (k.split(":")[0], int(k.split(":")[1]), k)):

@@ -23,6 +23,7 @@ def _load(name):
     return mod
 
 
+@pytest.mark.slow  # cosmic-ray init and a compile of every mutant of impl/transfer.py: minutes under load
 def test_classify_samples_outside_cuda_and_annotations_and_unreached_lines_survive(tmp_path, capsys):
     mb = _load("mutation")
     if shutil.which(mb.cosmic_ray()) is None:
