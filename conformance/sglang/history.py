@@ -20,7 +20,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -73,7 +75,7 @@ def run_release(py: Path, release: str, work: Path, args, log) -> dict:
     for cmd in calls:
         print("+ " + " ".join(cmd), file=log, flush=True)
         try:
-            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=args.release_timeout)
+            _run_group(cmd, args.release_timeout, stdout=log, stderr=subprocess.STDOUT)
         except subprocess.TimeoutExpired:
             print(f"# {release}: campaign timed out after {args.release_timeout} s", file=log, flush=True)
     rows = [json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists() else []
@@ -118,11 +120,24 @@ def replay_set(traces: list[str]) -> list[dict]:
     return out
 
 
+def _run_group(cmd, timeout: float, **kw) -> subprocess.CompletedProcess:
+    """subprocess.run in its own process group: on timeout the whole group is killed, so
+    the gloo rank processes a hung campaign forked do not outlive it."""
+    with subprocess.Popen(cmd, start_new_session=True, **kw) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def _replay_on(py: Path, traces: list[str], log, timeout: float) -> list[dict]:
     cmd = [str(py), "-m", "tiercheck.conformance.sglang.history", "--replay-set", *traces]
     print("+ " + " ".join(cmd[:4]) + f" ... ({len(traces)} traces)", file=log, flush=True)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = _run_group(cmd, timeout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except subprocess.TimeoutExpired:
         return [{"trace": t, "result": "timeout"} for t in traces]
     log.write(proc.stderr[-4000:])
