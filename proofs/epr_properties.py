@@ -46,19 +46,9 @@ def node_has_page(u, v, e, p):
     return u.forest.in_chain(v.start(e), e, p)
 
 
-def is_device_leaf(u, v, e):
-    """evictable_leaves: resident, unlocked, every cached child page's node has no
-    device copy (children by the parent clause of proofs.forest; for goals)."""
-    f = u.forest
-    return z3.And(
-        v.dev(e) == RESIDENT, z3.Not(v.lock(e) > 0),
-        forall(lambda c: z3.Implies(z3.And(v.cached(c), f.is_parent(e, c)), v.dev(v.own(c)) == ABSENT)),
-    )
-
-
 def device_leaves(u, v, name: str = "leaf"):
-    """is_device_leaf as a predicate over pages, defined by facts (hypotheses) in the
-    shape z3 decides well: a leaf is resident and unlocked with no live node below it
+    """spec/state.py is_device_leaf as a predicate over pages, defined by facts
+    (hypotheses) in the shape z3 decides well: a leaf is resident and unlocked with no live node below it
     holding a device copy (on trees satisfying tree_owner/tree_closed/tree_paths/
     device_closed the same as the spec's check of the child pages); a resident unlocked
     non-leaf has such a node below it, named by a witness function."""

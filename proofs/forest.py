@@ -73,11 +73,6 @@ class Forest:
             forall(lambda x, y, z: z3.Implies(z3.And(le(x, z), le(y, z)), z3.Or(le(x, y), le(y, x))), 3),
         ]
 
-    def is_parent(self, a, b):
-        """a is b's parent: a strict ancestor with nothing between (a universal clause,
-        for goals; hypotheses use ``least_on_path`` witnesses instead)."""
-        return z3.And(self.lt(a, b), forall(lambda z: z3.Implies(self.lt(z, b), self.le(z, a))))
-
     def least_on_path(self, q, pred: Callable, name: str):
         """A witness t: the top-most page on the path to q satisfying pred, if any does.
 
