@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.errors import Flaky
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
@@ -178,6 +179,8 @@ def run(driver_factory, examples: int = 100, steps: int = 50, seed: int = 0, rec
             shrunk, outcome = found, outcome._replace(mismatch=stats["mismatch"], passed=stats["passed"])
     else:
         shrunk, outcome = shrink_failure(driver_factory, model, found, shrink_budget, z3_check)
+        if outcome.mismatch is None:  # not reproducible on replay: keep what the run saw
+            shrunk, outcome = found, outcome._replace(mismatch=stats["mismatch"])
     mm = outcome.mismatch
     stats["signature"] = signature(model, mm, shrunk)
     stats["passed"] = list(dict.fromkeys(getattr(outcome, "passed", ())))
@@ -223,6 +226,14 @@ def _search(driver_factory, examples, steps, name, z3_check, label, stats, deadl
         run_state_machine_as_test(machine, settings=cfg)
         return False
     except ConformanceFailure:
+        return True
+    except Flaky:
+        # Hypothesis replays a failing example before it reports it; when that replay
+        # diverges, the disagreement seen first is still recorded (its actions, what the
+        # implementation did), and the spec-guided shrinker replays that trace itself.
+        if "failing_actions" not in stats:
+            raise
+        stats["flaky_replay"] = True
         return True
 
 
