@@ -123,8 +123,9 @@ class ReferenceDriver:
                 out.append(f"rank {r}: prefetch_from_storage returned index {index!r}, "
                            f"the prefetch queue has {len(snap['pq'])}")
         for r, (m, snap) in enumerate(zip(self.group.metrics(), snaps)):
-            total = host_pages * LAYOUT.page_size
-            want = {mt.HOST_TOTAL: total, mt.HOST_USED: total - snap["host_free"] * LAYOUT.page_size}
+            page = self.group.cfg.layout.page_size  # tokens per page (the model's page_size)
+            total = host_pages * page
+            want = {mt.HOST_TOTAL: total, mt.HOST_USED: total - snap["host_free"] * page}
             for key, value in want.items():
                 if m.get(key) != value:
                     out.append(f"rank {r}: metric {key} = {m.get(key)!r}, the host pool says {value}")
