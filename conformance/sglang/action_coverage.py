@@ -25,6 +25,8 @@ NOT_IN_MODEL = (
     (("store_lose",), lambda c: not c.fault("store_loss"), "the store_loss fault is not modelled"),
     (("registry_skew",), lambda c: not c.fault("registry_skew"), "the registry_skew fault is not modelled"),
     (("local_access",), lambda c: not c.cp_planner, "CP planner only (not part of SGLang's HiCache)"),
+    (("lock_request", "unlock_request"), lambda c: not c.request_locks,
+     "request-lifetime locks are not modelled (request_locks = false)"),
 )
 
 

@@ -105,12 +105,15 @@ def test_mla_only_rank_0_writes_to_storage():
 
 
 def test_every_prefetch_model_action_is_taken_on_the_lane():
-    from tiercheck.conformance.sglang.action_coverage import model_coverage
+    from tiercheck.conformance.sglang.action_coverage import model_coverage, why_not
     from tiercheck.models import model_file
 
-    out = model_coverage(model_file.load("sglang/wt-prefetch-1r").config, "lockstep")
+    cfg = model_file.load("sglang/wt-prefetch-1r").config
+    out = model_coverage(cfg, "lockstep")
     taken = {name for name, cell in out.items() if "taken" in cell}
-    assert taken == set(out) - {"registry_skew", "local_access"}, out
+    # every action the model's features enable; registry_skew / local_access / request locks are off
+    assert {"registry_skew", "local_access", "lock_request"} <= {n for n in out if why_not(cfg, n)}
+    assert taken == {n for n in out if not why_not(cfg, n)}, out
 
 
 @pytest.mark.gloo
