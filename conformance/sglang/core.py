@@ -673,18 +673,14 @@ class SGLangRank:
             paths = [end[: len(end) - len(x.key) + i + 1] for i in range(len(x.key))]
             want = torch.tensor([self._expected(p) for p in paths])
             name = "/".join(map(str, end))
-            if value is not None:
-                slots = value.to(torch.int64)
-                dev_owned += slots.tolist()
-                got = k_dev[slots][:, 0, 0]
+            for tier, index, pool, owned in (("device", value, k_dev, dev_owned), ("host", host_value, k_host, host_owned)):
+                if index is None:
+                    continue
+                slots = index.to(torch.int64)
+                owned += slots.tolist()  # extends dev_owned / host_owned in place
+                got = pool[slots][:, 0, 0]
                 if not torch.equal(got, want):
-                    out.append(f"rank {self.rank}: node {name}: device KV {got.tolist()} != {want.tolist()}")
-            if host_value is not None:
-                slots = host_value.to(torch.int64)
-                host_owned += slots.tolist()
-                got = k_host[slots][:, 0, 0]
-                if not torch.equal(got, want):
-                    out.append(f"rank {self.rank}: node {name}: host KV {got.tolist()} != {want.tolist()}")
+                    out.append(f"rank {self.rank}: node {name}: {tier} KV {got.tolist()} != {want.tolist()}")
         if self.reads is not None:  # host slots a prefetch holds, or queued for release
             host_owned += [i for h in self.prefetches for i in self.cache.ongoing_prefetch[h].host_indices.tolist()]
             host_owned += [i for t in ctl.queued(self.cc.host_mem_release_queue) for i in t.tolist()]
