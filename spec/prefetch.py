@@ -85,6 +85,17 @@ def prefetch_guard(m, s, a):
     return any(s.store[_source(m, r)] >> first & 1 for r in range(m.cfg.ranks))
 
 
+def held_during_step(m, s, a) -> int:
+    """The node a step holds a host reference on only while it runs, else -1: a
+    prefetch_from_storage protects its anchor (protect_host) before its fallback
+    evict_host and releases it when the allocation fails, so the reclaim inside the step
+    cannot take the anchor although it is reclaimable before and after the step."""
+    if a.name != "prefetch_from_storage":
+        return -1
+    got = _anchor(m, s.ranks[0], a["req"])
+    return got[1] if got else -1
+
+
 def prefetch_from_storage(m, s, a):
     """Protect the anchor, reserve host slots for the missing pages, start the reads."""
     req = a["req"]

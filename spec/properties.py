@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Optional
 
 from .host_eviction import can_reclaim_duplicate, host_holders
+from .prefetch import held_during_step
 from .memo import per_model
 from .digest import wire_digest
 from .sync import digest_check_will_fire, tracks_digest
@@ -209,16 +210,17 @@ def durable_only_when_acked(m, s, a, t) -> Optional[str]:
 def release_safety(m, s, a, t) -> Optional[str]:
     """Every host copy dropped while the node keeps its device copy (a mirror release or a
     duplicate reclaim) met the guard at that moment."""
+    held = held_during_step(m, s, a)
     for r, (rs, rt) in enumerate(zip(s.ranks, t.ranks)):
         if rs is not rt:
-            why = _release_ok(m, rs, rt)
+            why = _release_ok(m, rs, rt, held)
             if why:
                 return f"rank {r}: {a} {why}"
     return None
 
 
 @per_model
-def _release_ok(m, rs, rt) -> Optional[str]:
+def _release_ok(m, rs, rt, held: int) -> Optional[str]:
     cfg, pages = m.cfg, m.pages
     dropped = [
         e
@@ -253,6 +255,7 @@ def _release_ok(m, rs, rt) -> Optional[str]:
                 if d != e
                 and rt.nodes[d] is not None
                 and can_reclaim_duplicate(m, rt, d)  # still reclaimable once the step is over
+                and d != held  # ... and was when the reclaim ran (not protected by the step)
                 and not is_device_leaf(pages, rs, d)
             ]
             if spared:

@@ -37,6 +37,7 @@ CORRECT = {
     "wb-reclaim-1r": (247, 1268),
     "wb-reclaim-2r": (1174, 8021),
     "wb-reclaim-storage-1r": (7072, 43662),
+    "wb-reclaim-prefetch-1r": (1696, 8547),
     "wb-storage-1r": (934, 5301),
     "wt-1r": (99, 426),
     "wt-2r": (227, 1170),

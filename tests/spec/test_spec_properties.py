@@ -96,6 +96,28 @@ def test_release_safety_judges_each_dropped_mirror():
     assert "not every page durable" in release_safety(m, _with_rank(s, durable=0), a, _with_rank(t, durable=0))
 
 
+def test_release_safety_judges_a_prefetch_anchor_as_the_reclaim_saw_it():
+    """The unbounded proofs' finding (models/library/wb-reclaim-prefetch-1r): the prefetch
+    protects its anchor 1/2 before its fallback evict_host, so the second reclaim pass
+    takes the device leaf 1/2/3; the allocation fails and 1/2 is released again."""
+    m = model(requests=((1, 2, 3), (1, 2, 7, 8)), device_pages=4, host_pages=3, policy="write_back",
+              storage=True, prefetch=True, duplicate_reclaim=True)
+    drain = ("drain_storage_control_queues", {})
+    s = run(m, ("insert", {"req": 0}), ("evict", {"node": page(m, 1, 2, 3)}), ("insert", {"req": 1}),
+            ("storage_backup_done", {"rank": 0, "pages": 3}), drain, ("evict", {"node": page(m, 1, 2, 7, 8)}),
+            ("storage_backup_done", {"rank": 0, "pages": 2}), drain, ("evict", {"node": page(m, 1, 2)}),
+            ("insert", {"req": 0}), ("evict", {"node": page(m, 1, 2, 3)}), ("insert", {"req": 0}),
+            ("storage_backup_done", {"rank": 0, "pages": 2}), ("storage_backup_done", {"rank": 0, "pages": 1}),
+            drain)
+    a = act("prefetch_from_storage", req=1)
+    t = m.next_state(s, a)
+    assert node(m, t, 1, 2, 3).host == ABSENT and not t.ranks[0].pq  # reclaimed, allocation failed
+    assert node(m, t, 1, 2).href == 0 and node(m, t, 1, 2).host == HOST_RESIDENT
+    assert release_safety(m, s, a, t) is None
+    # The same drop by a step that holds no reference on 1/2: the first pass should have taken it.
+    assert "while 1/2 was reclaimable" in release_safety(m, s, act("evict", node=page(m, 1, 2, 3)), t)
+
+
 def test_rank_agreement_excuses_only_a_divergence_the_next_check_catches():
     m = model(ranks=2)
     s = _staged(model(ranks=1))  # build on one rank, then duplicate
