@@ -12,8 +12,9 @@ replica, greedily, without mutating the tree:
   ancestor (walking past evicted ones) that could be a victim, since evicting the subtree
   below is the way to reach it (``_cp_load_back_ancestor_unlock_contribution``);
 - the best candidate is the smallest (-gain, -credit, order, end page): a strict total order
-  over rank-replicated state (the seed's ``get_priority`` is the replicated LRU tuple and
-  node.id; the spec's order is the end page, standing for LRU, as for every victim order);
+  over rank-replicated state (the seed's ``get_priority`` is the replicated LRU tuple, then
+  node.id): the order is the replicated LRU position under ``victim_order = "lru"``, else
+  the end page, as for every host-side victim order (host_eviction.victim_key);
 - a planned victim *admits* its nearest device ancestor as a candidate once that ancestor
   is a leaf after the plan.
 
@@ -37,6 +38,7 @@ from .state import ABSENT, HOST_RESIDENT, child_nodes, is_host_leaf, live_nodes,
 from .tree import remove_nodes, set_node
 
 from .eviction import device_leaves
+from .host_eviction import victim_key
 
 
 # --- lanes -------------------------------------------------------------------------------
@@ -90,6 +92,7 @@ def plan_victims(m, rs, deficits: tuple, protected) -> tuple:
     """Victims (node ends, in eviction order) that cover every lane's deficit, or ()."""
     cfg = m.cfg
     clock = {e: i for i, e in enumerate(rs.clock)}
+    rank = victim_key(m, rs)  # the replicated LRU position (get_priority), else the end page
     counts = {}
 
     def lanes(e):
@@ -141,7 +144,7 @@ def plan_victims(m, rs, deficits: tuple, protected) -> tuple:
             u = 0 if g > 0 else unlock_credit(e, remaining, planned)
             if g <= 0 and u <= 0:
                 continue
-            order = (clock.get(e, -1), e) if cfg.has("planner-local-tiebreak") else (e,)
+            order = (clock.get(e, -1), e) if cfg.has("planner-local-tiebreak") else (rank(e), e)
             key = (-g, -u) + order
             if best_key is None or key < best_key:
                 best, best_key = e, key

@@ -31,6 +31,7 @@ CORRECT = {
     "slots-prefetch-1r": (385, 1776),
     "cp-planner-ancestors-1r": (11972, 70440),
     "cp-planner-lanes-2r": (10592, 48553),
+    "cp-planner-lru-1r": (1123, 5961),
     "wb-1r": (92, 379),
     "wt-durable-lru-1r": (1006, 4838),
     "wb-2r": (176, 819),

@@ -149,6 +149,20 @@ def test_issue_example_conforms_and_evicts_the_admitted_ancestor():
     assert plans == [[(1, 2), (1,)]]
 
 
+def test_lru_tie_break_conforms_and_evicts_the_least_recently_used():
+    """cp-planner-lru-1r: (1) evicted, (2) and (3) backed up, then (2) re-inserted; the
+    planner's tie-break is the replicated LRU order in the spec and the implementation."""
+    def steps(m):
+        i = m.pages.index
+        return [act("insert", req=0), *_backup(1), act("evict", node=i[(1,)]), act("insert", req=1),
+                act("insert", req=2), act("write_dma_done", rank=0), *_backup(1), act("insert", req=1),
+                act("load_back", node=i[(1,)])]
+
+    mismatch, plans = _replay_plans("cp-planner-lru-1r", steps)
+    assert mismatch is None
+    assert plans == [[(3,)]]
+
+
 def test_two_lanes_with_a_shared_ancestor_conform():
     """cp-planner-lanes-2r: loading 4 lacks a lane-0 page; 1/2 (lane 1) is planned for
     ancestor-unlock credit, then the shared ancestor 1 -- on both ranks, as in the spec."""

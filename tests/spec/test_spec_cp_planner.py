@@ -36,6 +36,16 @@ def test_load_back_plans_its_evictions_with_a_replicated_tie_break():
     assert planner_determinism(m, s, a, t) is None
 
 
+def test_lru_orders_ties_by_the_replicated_lru_not_the_end_page():
+    """Seed 004's score is (-gain, -credit, get_priority = the replicated LRU tuple, id):
+    re-inserting 2 makes 3 the least recently used, so 3 goes although 2 ends lower."""
+    for order, gone, kept in (("path", (2,), (3,)), ("lru", (3,), (2,))):
+        m = model(requests=((1,), (2,), (3,)), device_pages=2, host_pages=3, cp_planner=True, victim_order=order)
+        s = run(m, ("insert", {"req": 1}), state=_two_resident_one_evicted(m))
+        t = m.next_state(s, act("load_back", node=page(m, 1)))
+        assert node(m, t, *gone).dev == ABSENT and node(m, t, *kept).dev == RESIDENT, order
+
+
 def test_local_clock_tie_break_diverges():
     m = model(ranks=2, requests=((1,), (2,), (3,)), device_pages=2, host_pages=3, cp_planner=True,
               variants={"planner-local-tiebreak"})
