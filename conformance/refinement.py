@@ -15,6 +15,7 @@ from typing import List, Optional
 from tiercheck.spec.action import NODE, PAGE, REQUEST
 from tiercheck.spec.durable import tracks_lru
 from tiercheck.spec.model import ACTION_SPECS
+from tiercheck.spec.prefetch_end import tracks_flags
 from tiercheck.spec.state import DEV_NAMES, HOST_NAMES, Node, RankState, State, StorageAck
 
 _DEV = {name: i for i, name in enumerate(DEV_NAMES)}
@@ -97,6 +98,8 @@ def rank_state(model, snap: dict) -> RankState:
         lru=tuple(_page(model, p) for p in snap.get("lru", ())),
         running=tuple(sorted((_request(model, r), _page(model, e)) for r, e in snap.get("running", ()))),
         dlru=_durable_lru(model, snap),
+        # how each prefetch is ending (spec/prefetch_end.py), where the spec keeps it
+        pflags=tuple(snap["pflags"]) if tracks_flags(model.cfg) else (),
     )
 
 

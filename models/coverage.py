@@ -31,6 +31,12 @@ def not_applicable(cfg, name: str) -> Optional[str]:
         return None if cfg.cp_planner or cfg.lru else "neither the CP planner nor victim_order = \"lru\" is on"
     if name in ("lock_request", "unlock_request"):
         return None if cfg.request_locks else "request_locks is off"
+    if name == "prefetch_timeout":
+        return None if cfg.prefetch_stop == "timeout" else "prefetch_stop is not timeout"
+    if name == "prefetch_read_fails":
+        return None if cfg.prefetch_read_fail else "prefetch_read_fail is off"
+    if name == "prefetch_revoke":
+        return None if cfg.prefetch_revoke else "prefetch_revoke is off"
     if name == "write_dma_done" and cfg.write_back:
         return "write_back stages inside evict (the copy and its check are blocking)"
     if name == "writing_check" and cfg.write_back:

@@ -198,6 +198,9 @@ FIELD_KINDS = {
     # the durable LRU: (page, age) in recency order (non-empty only with options that turn
     # prefix relabelings off, see _unaudited_options)
     "dlru": "page_pairs",
+    # prefetch endings: flag bits per prefetch (non-empty only with options that turn
+    # prefix relabelings off)
+    "pflags": "same",
 }
 UNKNOWN_FIELDS = [f for f in RankState._fields if f not in FIELD_KINDS]
 

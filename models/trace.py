@@ -15,6 +15,7 @@ from typing import List, Optional
 from tiercheck.errors import UserError
 from tiercheck.inputs import TRACE_BYTES, read_text, write_atomic
 from tiercheck.spec.action import Action
+from tiercheck.spec.prefetch_end import FREED, REVOKED, TERMINATED, TIMED_OUT
 from tiercheck.spec.state import DEV_NAMES, HOST_NAMES, live_nodes
 
 FORMAT = "tiercheck-trace/1"
@@ -91,7 +92,12 @@ def rank_to_itf(m, rs) -> dict:
         out["wall_clock_order"] = [m.name(e) for e in rs.clock]
     if m.cfg.request_locks:
         out["running_requests"] = [[r, m.name(e)] for r, e in rs.running]
+    if rs.pflags:  # prefetch endings (spec/prefetch_end.py): what ended each prefetch so far
+        out["prefetch_flags"] = [[n for bit, n in _PREFETCH_FLAGS if f & bit] for f in rs.pflags]
     return out
+
+
+_PREFETCH_FLAGS = ((TIMED_OUT, "timed_out"), (TERMINATED, "terminated"), (REVOKED, "revoked"), (FREED, "freed"))
 
 
 def state_to_itf(m, s) -> dict:

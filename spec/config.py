@@ -17,8 +17,9 @@ POLICIES = ("write_through", "write_through_selective", "write_back")
 # state) or "lru" (least recently used first, by the replicated logical access clock).
 VICTIM_ORDERS = ("path", "lru")
 # Prefetch stop policies (seed 004 can_terminate_prefetch): best_effort terminates at any
-# check; wait_complete only once every rank's read has finished (MAX vote).
-PREFETCH_STOPS = ("best_effort", "wait_complete")
+# check; wait_complete only once every rank's read has completed; timeout once every rank's
+# read completed or its timer fired (MAX vote; spec/prefetch_end.py).
+PREFETCH_STOPS = ("best_effort", "wait_complete", "timeout")
 
 # Environment faults a model may switch on (each adds nondeterminism, none is a bug).
 FAULTS = {
@@ -82,6 +83,12 @@ class Config:
     digest_bits: int = constant(16, "digest width in bits", twin="DigestBits", bounds=(2, 64))
     # Prefetch termination (spec/prefetch.py): the stop policy each rank votes with.
     prefetch_stop: str = constant("best_effort", "prefetch stop policy (PREFETCH_STOPS)", proofs=False)
+    # How else a prefetch ends (spec/prefetch_end.py): the scheduler revokes it on every
+    # rank; a rank's read fails midway and that rank marks the operation terminated.
+    prefetch_revoke: bool = constant(False, "the scheduler may revoke an in-flight prefetch", proofs=False,
+                                     symmetry=False)
+    prefetch_read_fail: bool = constant(False, "a rank's prefetch read may fail midway (mark_terminate)",
+                                        proofs=False, symmetry=False)
     # Seed 000's durable LRU (spec/durable.py): its bound in pages (0: unbounded) and the
     # anti-churn age gate in drain rounds (0: a fully durable node is never staged again).
     durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", proofs=False,

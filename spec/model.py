@@ -10,9 +10,10 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Callable, Iterable, List, NamedTuple, Optional
 
-from . import cp_planner, eviction, load_path, prefetch, request_locks, storage_path, write_path
+from . import cp_planner, eviction, load_path, prefetch, prefetch_end, request_locks, storage_path, write_path
 from .action import COUNT, ENV, LOCAL, NODE, OP, PAGE, RANK, RANKS, REPLICATED, REQUEST, SYNC, Action
 from .config import Config, build_pages
+from .prefetch_end import held_by_prefetches
 from .properties import BY_NAME, PROPERTIES
 from .state import State, initial_state
 from .sync import round_due
@@ -42,6 +43,9 @@ ACTIONS: List[ActionSpec] = [
     ActionSpec("prefetch_from_storage", REPLICATED, {"req": REQUEST, **_FAIL}, prefetch.prefetch_params, prefetch.prefetch_guard, prefetch.prefetch_from_storage),
     ActionSpec("prefetch_io", LOCAL, {"rank": RANK, "op": OP}, prefetch.prefetch_io_params, prefetch.prefetch_io_guard, prefetch.prefetch_io),
     ActionSpec("check_prefetch_progress", SYNC, {"op": OP}, prefetch.check_prefetch_params, prefetch.check_prefetch_guard, prefetch.check_prefetch_progress),
+    ActionSpec("prefetch_timeout", LOCAL, {"rank": RANK, "op": OP}, prefetch_end.timeout_params, prefetch_end.timeout_guard, prefetch_end.prefetch_timeout, option="prefetch_stop"),
+    ActionSpec("prefetch_read_fails", ENV, {"rank": RANK, "op": OP}, prefetch_end.read_fails_params, prefetch_end.read_fails_guard, prefetch_end.prefetch_read_fails, option="prefetch_read_fail"),
+    ActionSpec("prefetch_revoke", REPLICATED, {"op": OP}, prefetch_end.revoke_params, prefetch_end.revoke_guard, prefetch_end.prefetch_revoke, option="prefetch_revoke"),
     ActionSpec("store_lose", ENV, {"rank": RANK, "page": PAGE}, storage_path.store_lose_params, storage_path.store_lose_guard, storage_path.store_lose),
     ActionSpec("registry_skew", ENV, {"rank": RANK}, storage_path.registry_skew_params, storage_path.registry_skew_guard, storage_path.registry_skew),
     ActionSpec("lock_request", REPLICATED, {"req": REQUEST}, request_locks.lock_request_params, request_locks.lock_request_guard, request_locks.lock_request, option="request_locks"),
@@ -50,6 +54,13 @@ ACTIONS: List[ActionSpec] = [
 ]
 
 ACTION_SPECS = {spec.name: spec for spec in ACTIONS}
+# Options whose actions a conformance profile draws only when the option is on.
+_WORKLOAD_OPTIONS = {
+    "request_locks": lambda cfg: cfg.request_locks,
+    "prefetch_stop": lambda cfg: cfg.prefetch_stop == "timeout",
+    "prefetch_read_fail": lambda cfg: cfg.prefetch_read_fail,
+    "prefetch_revoke": lambda cfg: cfg.prefetch_revoke,
+}
 
 
 class Model:
@@ -101,7 +112,7 @@ class Model:
         for rs in s.ranks:
             if not (0 <= rs.dev_free <= cfg.device_pages and 0 <= rs.host_free <= cfg.host_pages):
                 return False
-            if sum(rs.relq) + sum(op[3] for op in rs.pq) > cfg.host_pages:
+            if sum(rs.relq) + held_by_prefetches(rs) > cfg.host_pages:
                 return False
             for n in rs.nodes:
                 if n is not None and (n.lock > cfg.max_lock or n.href > cfg.max_lock):
@@ -127,10 +138,10 @@ class Model:
 
     def profiled_action_names(self):
         """The actions a conformance swarm profile weighs: all but those of a workload
-        option that is off (request_locks), so that a model without it draws exactly
+        option that is off (request_locks, the prefetch endings), so that a model without it draws exactly
         what it drew before the option existed. (local_access stays listed whatever the
         configuration, as it always was.)"""
-        return [s.name for s in ACTIONS if s.option != "request_locks" or self.cfg.request_locks]
+        return [s.name for s in ACTIONS if s.option not in _WORKLOAD_OPTIONS or _WORKLOAD_OPTIONS[s.option](self.cfg)]
 
     def action_kind(self, name: str) -> str:
         return ACTION_SPECS[name].kind

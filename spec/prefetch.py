@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from .action import act
 from .host_eviction import allocate_host, evict_host
+from .prefetch_end import NOT_DONE, REVOKED, drop_op, flags, new_flags, skips_vote, terminate_vote
 from .state import ABSENT, HOST_RESIDENT, Node, matched_prefix, node_len
 from . import slots
 from .tree import add_node, ensure_boundary, touch, update_node
-
-NOT_DONE = -1  # pdone entry of a read that has not finished on that rank
 
 
 def _anchor(m, rs, req):
@@ -117,7 +116,8 @@ def prefetch_from_storage(m, s, a):
     for rs, ok in zip(ranks, oks):
         if ok:
             rs = rs._replace(
-                host_free=rs.host_free - n, pq=rs.pq + ((req, anchor, k, n),), pdone=rs.pdone + (NOT_DONE,)
+                host_free=rs.host_free - n, pq=rs.pq + ((req, anchor, k, n),), pdone=rs.pdone + (NOT_DONE,),
+                pflags=new_flags(m, rs),
             )
             if m.cfg.slots:
                 rs, got = slots.reserve(m, rs, n)
@@ -136,7 +136,8 @@ def _take_at_hit(m, rs, req, anchor, k, hit, protect):
     n = min(hit, rs.host_free)
     if n < 1:
         return protect(rs, -1)
-    return rs._replace(host_free=rs.host_free - n, pq=rs.pq + ((req, anchor, k, n),), pdone=rs.pdone + (NOT_DONE,))
+    return rs._replace(host_free=rs.host_free - n, pq=rs.pq + ((req, anchor, k, n),), pdone=rs.pdone + (NOT_DONE,),
+                       pflags=new_flags(m, rs))
 
 
 def prefetch_io_params(m, s):
@@ -195,33 +196,21 @@ def check_prefetch_guard(m, s, a):
     i = a["op"]
     # The check runs every scheduler iteration while the prefetch is outstanding; while
     # the vote says some rank cannot terminate it changes nothing (a stuttering step).
-    return all(i < len(rs.pq) and rs.pq[i] == s.ranks[0].pq[i] for rs in s.ranks)
-
-
-def can_terminate(m, rs, i) -> bool:
-    """A rank's vote (can_terminate_prefetch): best_effort always; wait_complete once its
-    read has finished (the seed's completed_tokens == the pages its hit query found)."""
-    return m.cfg.prefetch_stop == "best_effort" or rs.pdone[i] != NOT_DONE
-
-
-def terminate_vote(m, s, i) -> bool:
-    """The MAX all-reduce of (1 - can_terminate): the prefetch terminates only when every
-    rank can. While some rank cannot, the check changes nothing (a stuttering step). The
-    vote's other half, an operation terminated on some rank (a revoke, the
-    timeout policy), is not modelled: no action terminates one rank's operation."""
-    return all(can_terminate(m, rs, i) for rs in s.ranks)
+    # A revoked prefetch is no longer checked: the drain round retires it.
+    return (all(i < len(rs.pq) and rs.pq[i] == s.ranks[0].pq[i] for rs in s.ranks)
+            and not flags(s.ranks[0], i) & REVOKED)
 
 
 def check_prefetch_progress(m, s, a):
-    """Terminate (once the MAX vote says every rank can: terminate_vote), agree on the completed prefix (MIN), insert it
+    """Terminate (once the MAX vote says so: prefetch_end.terminate_vote), agree on the completed prefix (MIN), insert it
     as host-only nodes, free what the tree already had, queue the unused tail for the
     next drain round, release the anchor."""
     i = a["op"]
     cfg = m.cfg
     if not terminate_vote(m, s, i):
-        if cfg.has("prefetch-vote-skipped") and any(can_terminate(m, rs, i) for rs in s.ranks):
-            # A rank that can terminate enters the completed-pages MIN all-reduce without
-            # the MAX vote; a rank that cannot returned: the group hangs.
+        if skips_vote(m, s, i):
+            # A rank that terminates on its own enters the completed-pages MIN all-reduce
+            # without the MAX vote; a rank that cannot returned: the group hangs.
             return s._replace(hung="check_prefetch_progress")
         return s
     # A read terminated before it finished has brought nothing usable.
@@ -249,13 +238,10 @@ def check_prefetch_progress(m, s, a):
             held = rs.pslots[i]
             rs = slots.adopt(m, rs, fetched[have:], held[have:completed])
             rs = slots.release(m, rs, held[:have] + (held[completed:] if cfg.has("prefetch-double-free") else ()))
-            rs = rs._replace(pslots=rs.pslots[:i] + rs.pslots[i + 1 :],
-                             rslots=rs.rslots + ((held[completed:],) if tail else ()))
-        rs = rs._replace(
+            rs = rs._replace(rslots=rs.rslots + ((held[completed:],) if tail else ()))
+        rs = drop_op(rs, i)._replace(
             host_free=rs.host_free + free_now,
             relq=rs.relq + ((tail,) if tail else ()),
-            pq=rs.pq[:i] + rs.pq[i + 1 :],
-            pdone=rs.pdone[:i] + rs.pdone[i + 1 :],
         )
         if anchor >= 0 and rs.nodes[anchor] is not None:
             rs = update_node(rs, anchor, href=rs.nodes[anchor].href - 1)

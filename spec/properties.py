@@ -17,6 +17,7 @@ from typing import Callable, NamedTuple, Optional
 
 from .host_eviction import can_reclaim_duplicate, host_holders
 from .prefetch import held_during_step
+from .prefetch_end import held_by_prefetches, read_into_freed, tracks_flags
 from .memo import per_model
 from .digest import wire_digest
 from .sync import digest_check_will_fire, tracks_digest
@@ -97,6 +98,9 @@ def _dma_targets_held(m, rs, reads_for_storage: bool) -> Optional[str]:
     )
     if reads_for_storage:  # a single-writer follower's backup reads nothing
         inflight += (("H->L3", rs.sq[len(rs.sdone) :], None, (HOST_RESIDENT,)),)
+    i = read_into_freed(m, rs)
+    if i is not None:
+        return f"L3->H read of prefetch {i} in flight into host slots already freed"
     for what, ops, dev_ok, host_ok in inflight:
         for start, end in ops:
             for p in pages.chain(start, end):
@@ -125,7 +129,7 @@ def _pools_balance(m, rs) -> Optional[str]:
     dev_held = sum(node_len(m.pages, rs, e) for e in live_nodes(rs) if rs.nodes[e].dev != ABSENT)
     if rs.dev_free < 0 or rs.dev_free + dev_held != cfg.device_pages:
         return f"device free {rs.dev_free} + held {dev_held} != {cfg.device_pages}"
-    host_held = host_holders(m, rs) + sum(op[3] for op in rs.pq) + sum(rs.relq)
+    host_held = host_holders(m, rs) + held_by_prefetches(rs) + sum(rs.relq)
     if rs.host_free < 0 or rs.host_free + host_held != cfg.host_pages:
         return f"host free {rs.host_free} + held {host_held} != {cfg.host_pages}"
     return None
@@ -495,6 +499,23 @@ def unlocked(m, s, e, frees) -> bool:
     return all(rs.nodes[e] is None or rs.nodes[e].lock == 0 for rs in s.ranks)
 
 
+def prefetches_in_flight(m, s):
+    """12. Prefetch progress: every prefetch ends (terminated by the vote and retired, or
+    revoked and retired) by in-flight work alone: reads, timers, sync rounds. One that never
+    ends holds its host slots and its anchor's host reference for good."""
+    if s.hung or s.halted:
+        return ()
+    return tuple(sorted({_request_name(m, op[0]) for rs in s.ranks for op in rs.pq}))
+
+
+def _request_name(m, req: int) -> str:
+    return ",".join(map(str, m.cfg.requests[req]))
+
+
+def prefetch_retired(m, s, key, frees) -> bool:
+    return all(_request_name(m, op[0]) != key for rs in s.ranks for op in rs.pq)
+
+
 class Progress(NamedTuple):
     obligations: Callable  # (model, state) -> keys of open obligations
     met: Callable  # (model, state, key, frees) -> bool; frees: an evict step frees pages
@@ -583,6 +604,10 @@ PROPERTIES = [
              Progress(locked_nodes, unlocked, background_step,
                       "node {key} is locked, and no path of in-flight work (no new requests) unlocks it"),
              on_request),
+    Property("prefetch_progress", PROGRESS, 12, "every prefetch ends once in-flight work drains",
+             Progress(prefetches_in_flight, prefetch_retired, background_step,
+                      "the prefetch of request {key} is in flight, and no path of in-flight work ends it"),
+             tracks_flags),
     _HOST_CHANNEL,
     _fair("host_channel_fair", _HOST_CHANNEL,
           "the backup of node {key} waits for host room while redundant mirrors exist, and "

@@ -101,11 +101,14 @@ class RankState(NamedTuple):
     # least recently marked first; kept only when bounded (durable_capacity) or aged
     # (refresh_rounds).
     dlru: Tuple[Tuple[int, int], ...] = ()
+    # Prefetch endings (spec/prefetch_end.py; only with the timeout policy, revoke or read
+    # failures): per prefetch, aligned with pq, bits timed out / terminated / revoked / freed.
+    pflags: Tuple[int, ...] = ()
 
 
 # RankState fields the TLA+ twin does not have: only options it refuses (spec/config.py,
 # twin="") make them differ from their default, so in every model it checks they are empty.
-TWINLESS_FIELDS = frozenset({"lru", "running", "dslot", "hslot", "dfree", "hfree", "pslots", "rslots", "dlru"})
+TWINLESS_FIELDS = frozenset({"lru", "running", "dslot", "hslot", "dfree", "hfree", "pslots", "rslots", "dlru", "pflags"})
 
 
 class State(NamedTuple):

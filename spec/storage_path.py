@@ -8,6 +8,7 @@ from .digest import negated_pairs_agree, plan_digest
 from .durable import age_round, mark
 from .host_eviction import is_redundant_mirror, victim_key
 from .memo import per_model
+from .prefetch_end import retire_revoked, revokes_ready
 from .state import StorageAck, live_nodes, node_len, nodes_covering
 from . import slots
 from .sync import digest_round
@@ -39,8 +40,17 @@ def storage_backup_done_params(m, s):
 
 
 def storage_backup_done_guard(m, s, a):
-    rs = s.ranks[a["rank"]]
-    return len(rs.sdone) < len(rs.sq)
+    """The head backup is in flight, and ``pages`` is what it can report: all of it, or
+    under partial_storage any prefix (a replayed or shrunk trace may name any count)."""
+    r, k = a["rank"], a["pages"]
+    rs = s.ranks[r]
+    if len(rs.sdone) >= len(rs.sq):
+        return False
+    start, end = rs.sq[len(rs.sdone)]
+    n = len(m.pages.chain(start, end))
+    if m.cfg.fault("partial_storage") and _writes(m, r):
+        return 0 <= k <= n
+    return k == n
 
 
 def storage_backup_done(m, s, a):
@@ -147,7 +157,7 @@ def drain_params(m, s):
 
 def drain_guard(m, s, a):
     # Runs every iteration while storage operations are outstanding; MIN may be 0.
-    if any(rs.sq or rs.relq for rs in s.ranks):
+    if any(rs.sq or rs.relq for rs in s.ranks) or revokes_ready(m, s):
         return True
     return _mirror_work_pending(m, s)
 
@@ -168,6 +178,7 @@ def drain_storage_control_queues(m, s, a):
     s, halt = digest_round(m, s, "drain_storage_control_queues")
     if halt:
         return s._replace(halted=halt)
+    s = retire_revoked(m, s)  # _drain_revoke runs first in the seed's drain
     nb = min(len(rs.sdone) for rs in s.ranks)
     nr = min(len(rs.relq) for rs in s.ranks)
     completed = [_synced_completed(m, s, i) for i in range(nb)]

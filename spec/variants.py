@@ -229,6 +229,42 @@ VARIANTS = {
             catalogue=False,
         ),
         Variant(
+            "terminated-half-dropped",
+            "seed 004 can_terminate_prefetch (the vote's operation_terminated half)",
+            "under wait_complete a rank whose read failed midway (mark_terminate) can never "
+            "vote to terminate: the prefetch never ends, holding its host slots and its "
+            "anchor's host reference",
+            "check_prefetch_progress: the vote carries can_terminate only, not whether the "
+            "operation is terminated on some rank",
+            "prefetch_progress",
+            action="check_prefetch_progress", twin=False, proof=LIVENESS_ONLY, catalogue=False,
+        ),
+        Variant(
+            "timeout-local-vote",
+            "seed 004 can_terminate_prefetch / is_prefetch_timeout (a per-rank monotonic clock)",
+            "under the timeout policy a rank whose timer fired terminates on its own and waits "
+            "in the completed-pages MIN all-reduce its peers, still voting to go on, skipped: "
+            "TP deadlock",
+            "check_prefetch_progress: a rank's own timeout decides, without the MAX vote",
+            "no_collective_hang",
+            action="check_prefetch_progress", twin=False,
+            proof=OUT_OF_SCOPE + " needs the timeout stop policy (prefetch_stop), which the proofs do not encode",
+            catalogue=False,
+        ),
+        Variant(
+            "revoke-frees-in-flight",
+            "seed 004 release_aborted_request (terminate_prefetch, then append_host_mem_release "
+            "without waiting for the IO thread)",
+            "a revoked prefetch's host slots are freed while its storage read may still write "
+            "into them: use-after-free, corrupt KV in whatever takes the slots next",
+            "prefetch_revoke: the host slots are freed at the revoke, not by the drain round "
+            "once every rank's read has settled",
+            "no_use_after_free",
+            action="prefetch_revoke", twin=False,
+            proof=OUT_OF_SCOPE + " needs revoke (prefetch_revoke), which the proofs do not encode",
+            catalogue=False,
+        ),
+        Variant(
             "orphan-host-subtree",
             "tiercheck finding in seed 004 (_evict_regular -> _delete_leaf)",
             "evicting a non-backed device leaf whose children were demoted detaches the "

@@ -11,7 +11,7 @@ from .variants import check_variants
 
 POLICIES = ("write_through", "write_through_selective", "write_back")
 VICTIM_ORDERS = ("lru", "path")
-PREFETCH_POLICIES = ("best_effort", "wait_complete")
+PREFETCH_POLICIES = ("best_effort", "wait_complete", "timeout")
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,11 @@ class HiCacheConfig:
     # many drain rounds old (None: never, the specification's behaviour).
     anti_churn_refresh_rounds: int | None = None
     prefetch_stop_policy: str = "best_effort"
+    # timeout policy: a read times out after base + pages * per_page seconds (seed 004's
+    # prefetch_timeout_base, prefetch_timeout_per_ki_token scaled to a page); in manual
+    # mode only the driver's prefetch_timeout step fires the timer.
+    prefetch_timeout_base: float = 1.0
+    prefetch_timeout_per_page: float = 0.25 / 1024
     storage_batch_pages: int | None = None
     # Check the bytes of every load-back at its ack (raises ProtocolError on a mismatch).
     verify_loads: bool = False

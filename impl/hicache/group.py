@@ -32,6 +32,9 @@ ACTIONS = {
     "prefetch_from_storage": (REPLICATED, "prefetch_from_storage"),
     "prefetch_io": (LOCAL, "prefetch_io"),
     "check_prefetch_progress": (SYNC, "check_prefetch_progress"),
+    "prefetch_timeout": (LOCAL, "prefetch_timeout"),
+    "prefetch_read_fails": (ENV, "prefetch_read_fails"),
+    "prefetch_revoke": (REPLICATED, "prefetch_revoke"),
     "store_lose": (ENV, "store_lose"),
     "registry_skew": (ENV, "registry_skew"),
     "local_access": (LOCAL, "local_access"),
@@ -98,6 +101,11 @@ class HiCacheGroup:
     def check_prefetch_progress(self, op: int):
         return self._replicated("check_prefetch_progress", (op,))
 
+    def prefetch_revoke(self, op: int):
+        """The scheduler revokes prefetch ``op`` on every rank (terminate_prefetch); the
+        next drain round retires it once every rank's read has settled."""
+        return self._replicated("prefetch_revoke", (op,))
+
     def match_prefix(self, tokens):
         return self._replicated("match_prefix", (list(tokens),))
 
@@ -148,6 +156,14 @@ class HiCacheGroup:
     def prefetch_io(self, rank: int, op: int):
         return self._local(rank, "prefetch_io", (op,))
 
+    def prefetch_timeout(self, rank: int, op: int):
+        """Manual mode: the rank's timer for prefetch ``op`` fires (timeout policy)."""
+        return self._local(rank, "prefetch_timeout", (op,))
+
+    def prefetch_read_fails(self, rank: int, op: int):
+        """Fault injection: the rank's read for prefetch ``op`` fails midway."""
+        return self._local(rank, "prefetch_read_fails", (op,))
+
     def store_lose(self, rank: int, path):
         return self._local(rank, "store_lose", (tuple(path),))
 
@@ -166,7 +182,8 @@ class HiCacheGroup:
     def apply(self, name: str, **params):
         """One step by its specification name, with implementation-level parameters:
         insert/prefetch_from_storage(tokens, fail=ranks), evict/load_back(node=path),
-        *_done(rank[, pages]), prefetch_io(rank, op), check_prefetch_progress(op),
+        *_done(rank[, pages]), prefetch_io/prefetch_timeout/prefetch_read_fails(rank, op),
+        check_prefetch_progress/prefetch_revoke(op),
         store_lose(rank, page=path), registry_skew(rank), local_access(rank, node=path)."""
         if name not in ACTIONS:
             raise ValueError(f"unknown step {name!r} (known: {', '.join(ACTIONS)})")
@@ -183,12 +200,12 @@ class HiCacheGroup:
             return self.load_back(params["node"])
         if name in ("writing_check", "loading_check", "drain_storage_control_queues"):
             return getattr(self, name)()
-        if name == "check_prefetch_progress":
-            return self.check_prefetch_progress(params["op"])
+        if name in ("check_prefetch_progress", "prefetch_revoke"):
+            return getattr(self, name)(params["op"])
         if name == "storage_backup_done":
             return self.storage_backup_done(params["rank"], params.get("pages"))
-        if name == "prefetch_io":
-            return self.prefetch_io(params["rank"], params["op"])
+        if name in ("prefetch_io", "prefetch_timeout", "prefetch_read_fails"):
+            return getattr(self, name)(params["rank"], params["op"])
         if name == "store_lose":
             return self.store_lose(params["rank"], params["page"])
         if name == "local_access":

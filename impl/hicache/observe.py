@@ -71,7 +71,9 @@ class Inspect:
             "store": self._store_contents() if store else None,
             "dev_free_slots": self._offsets(self.device_pool, self.device_pool.allocator.free_slots()),
             "host_free_slots": self._offsets(self.host_pool, self.host_pool.allocator.free_slots()),
-            "pq_slots": [self._offsets(self.host_pool, o.slots) for o in self.pq],
+            "pq_slots": [[] if o.freed else self._offsets(self.host_pool, o.slots) for o in self.pq],
+            # per prefetch: timed out 1, terminated 2, revoked 4, freed early 8
+            "pflags": [o.timed_out | o.terminated << 1 | o.revoked << 2 | o.freed << 3 for o in self.pq],
             "relq_slots": [self._offsets(self.host_pool, s) for s in self.relq],
         }
 

@@ -1,11 +1,14 @@
 """Storage -> host: prefetch_from_storage (protect the anchor, reserve host slots, read
 through a StorageWorker), the read finishing per rank, and check_prefetch_progress
 (termination agreed with MAX, completed pages with MIN; fetched prefix inserted as
-host-only nodes; what the tree had freed; the unused tail queued for release)."""
+host-only nodes; what the tree had freed; the unused tail queued for release). How else
+a prefetch ends: the timeout policy's timer, a read failing on one rank (mark_terminate),
+and revoke, retired by the drain round once every rank's read has settled."""
 
 from __future__ import annotations
 
 import hashlib
+import time
 
 from tiercheck.impl.storage import StorageWorker, rank_key
 from tiercheck.impl.storage import codes
@@ -65,7 +68,7 @@ class Prefetch:
                 anchor_node.host_ref -= 1
             return None
         slots = self._host_take(n, "prefetch_from_storage")
-        op = PrefetchOp(req, anchor_end, k, hashes[k:], slots)
+        op = PrefetchOp(req, anchor_end, k, hashes[k:], slots, start=time.monotonic())
         outs = [self.host_pool.page(s) for s in slots]
         if self.cfg.manual:
             # One worker per read, so reads finish in any order the driver chooses.
@@ -122,12 +125,10 @@ class Prefetch:
         reading returns while its peers wait in the MIN all-reduce)."""
         self._poll()
         op = self._prefetch_op(index)
+        if op.revoked:
+            raise ProtocolError(f"rank {self.rank}: prefetch {index} was revoked (the drain retires it)")
         finished = op.settled and op.done is not None
-        keep_going = int(self.cfg.prefetch_stop_policy == "wait_complete" and not finished)
-        if self.cfg.has("prefetch-vote-skipped"):
-            if keep_going:  # the bug: this rank's own vote decides, no MAX all-reduce
-                return False
-        elif self._reduce([keep_going], "max", "prefetch_terminate")[0]:
+        if not self._vote_terminate(op, finished):
             return False
         # A read terminated before it finished has brought nothing usable.
         local = op.done if finished else 0
@@ -171,6 +172,89 @@ class Prefetch:
             if anchor is not None:
                 anchor.host_ref -= 1  # release_host
         return True
+
+    def _can_terminate(self, op: PrefetchOp, finished: bool) -> bool:
+        """can_terminate_prefetch: best_effort at once; wait_complete once the read
+        completed (finished, not failed); timeout: completed or the timer fired."""
+        policy = self.cfg.prefetch_stop_policy
+        if policy == "best_effort":
+            return True
+        completed = finished and not op.terminated
+        if policy == "wait_complete":
+            return completed
+        if not op.timed_out and not self.cfg.manual:
+            limit = self.cfg.prefetch_timeout_base + len(op.pages) * self.cfg.prefetch_timeout_per_page
+            op.timed_out = time.monotonic() - op.start > limit
+        return completed or op.timed_out
+
+    def _vote_terminate(self, op: PrefetchOp, finished: bool) -> bool:
+        """The MAX all-reduce of [1 - can_terminate, terminated]: terminate when every
+        rank can or the operation is terminated on some rank. Variants: each rank's own
+        vote decides (prefetch-vote-skipped), a rank's own timer decides
+        (timeout-local-vote), the vote carries can_terminate only (terminated-half-dropped)."""
+        keep_going = int(not self._can_terminate(op, finished))
+        if self.cfg.has("prefetch-vote-skipped"):
+            return not keep_going  # the bug: no MAX all-reduce
+        if self.cfg.has("timeout-local-vote") and op.timed_out:
+            return True  # the bug: straight to the completed-pages all-reduce
+        if self.cfg.has("terminated-half-dropped"):
+            return not self._reduce([keep_going], "max", "prefetch_terminate")[0]
+        go_on, terminated = self._reduce([keep_going, int(op.terminated)], "max", "prefetch_terminate")
+        return not go_on or bool(terminated)
+
+    # -- how else a prefetch ends ----------------------------------------------------------
+
+    def prefetch_timeout(self, index: int) -> int:
+        """Manual mode: this rank's timer for prefetch ``index`` fires. Returns 1."""
+        op = self._prefetch_op(index)
+        if op.timed_out or op.revoked or (op.settled and op.done is not None and not op.terminated):
+            raise ProtocolError(f"rank {self.rank}: prefetch {index}: its timer fired, it was revoked "
+                                "or its read completed")
+        op.timed_out = True
+        return 1
+
+    def prefetch_read_fails(self, index: int) -> int:
+        """Fault injection (manual mode): this rank's read fails midway (a storage batch
+        comes back short); the IO thread marks the operation terminated. Returns 0 pages."""
+        op = self._prefetch_op(index)
+        if op.settled:
+            raise ProtocolError(f"rank {self.rank}: prefetch {index} already finished")
+        op.worker.run_next(max_pages=0, timeout=STORAGE_TIMEOUT)
+        op.worker.close()
+        op.done, op.settled, op.terminated = 0, True, True
+        return 0
+
+    def prefetch_revoke(self, index: int) -> int:
+        """The scheduler revokes prefetch ``index`` (terminate_prefetch): its read stops
+        and the next drain round retires it. Variant revoke-frees-in-flight: its host
+        slots are freed now, while the read may still write into them."""
+        op = self._prefetch_op(index)
+        if op.revoked:
+            raise ProtocolError(f"rank {self.rank}: prefetch {index} already revoked")
+        op.revoked = op.terminated = True
+        if self.cfg.has("revoke-frees-in-flight"):
+            self.host_pool.free(op.slots)
+            op.freed = True
+        return 1
+
+    def _revoke_fields(self) -> list[int]:
+        """Per prefetch, 1 when revoked and its read has settled here (_drain_revoke)."""
+        return [int(op.revoked and op.settled) for op in self.pq]
+
+    def _retire_revoked(self, red: list[int]) -> list[int]:
+        """Retire the revoked prefetches whose read settled on every rank (the MIN of the
+        readiness fields): release the anchor, free the host slots. Returns the rest."""
+        n = len(self.pq)
+        red, ready = red[: len(red) - n], red[len(red) - n :]
+        for i in reversed([i for i, r in enumerate(ready) if r]):
+            op = self.pq.pop(i)
+            if not op.freed:
+                self.host_pool.free(op.slots)
+            if op.anchor_end is not None:
+                anchor = self.tree.node_at(op.anchor_end)
+                if anchor is not None:
+                    anchor.host_ref -= 1  # release_host
+        return red
 
     def _ensure_boundary(self, page: str) -> None:
         node = self.tree.owner[page]

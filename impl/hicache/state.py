@@ -57,6 +57,11 @@ class PrefetchOp:  # one L3->H read (prefetch_from_storage)
     op_id: int | None = None
     done: int | None = None  # pages this rank's read got, once it finished
     settled: bool = False  # no IO can touch the slots any more (finished or cancelled)
+    start: float = 0.0  # time.monotonic() at submission (the timeout policy's clock)
+    timed_out: bool = False  # this rank's timer fired (timeout policy)
+    terminated: bool = False  # mark_terminate on this rank: a failed read, or a revoke
+    revoked: bool = False  # the scheduler revoked it: the drain retires it
+    freed: bool = False  # its host slots were freed early (revoke-frees-in-flight)
 
 
 class RankBase:

@@ -90,9 +90,12 @@ class StoragePath:
         fields = [len(self._drain_sdone), len(self.relq)]
         if self.cfg.mirror_release_on:
             fields += self._plan_fields()
-        return fields
+        return fields + self._revoke_fields()
 
     def _drain_apply(self, red: list[int]) -> tuple[int, int]:
+        # _drain_revoke first, as the seed's drain does (the readiness of each prefetch
+        # rides at the end of the round: the prefetch queue is the same length everywhere)
+        red = self._retire_revoked(red)
         nb, nr = red[0], red[1]
         sdone = self._drain_sdone
         mirror = self.cfg.mirror_release_on

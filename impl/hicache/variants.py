@@ -33,6 +33,9 @@ VARIANT_NAMES = frozenset(
         "split-write-lock-leak",
         "durable-evicted-while-planned",
         "prefetch-vote-skipped",
+        "terminated-half-dropped",
+        "timeout-local-vote",
+        "revoke-frees-in-flight",
     }
 ) | PLANNER_VARIANTS  # the CP load-back planner's (planner-local-tiebreak), bound in cp_load.py
 
