@@ -27,6 +27,9 @@ NOT_IN_MODEL = (
     (("local_access",), lambda c: not c.cp_planner, "CP planner only (not part of SGLang's HiCache)"),
     (("lock_request", "unlock_request"), lambda c: not c.request_locks,
      "request-lifetime locks are not modelled (request_locks = false)"),
+    (("prefetch_timeout",), lambda c: c.prefetch_stop != "timeout", "the timeout stop policy is off"),
+    (("prefetch_read_fails",), lambda c: not c.prefetch_read_fail, "prefetch read failures are not modelled"),
+    (("prefetch_revoke",), lambda c: not c.prefetch_revoke, "prefetch revoke is not modelled"),
 )
 
 

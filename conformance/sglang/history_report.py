@@ -32,6 +32,9 @@ NOT_DRIVEN = {
     "prefetch_io": "prefetch is not driven by the adapter",
     "check_prefetch_progress": "prefetch is not driven by the adapter",
     "local_access": "the CP planner is not part of HiCache",
+    "prefetch_timeout": "prefetch is not driven by the adapter",
+    "prefetch_read_fails": "prefetch is not driven by the adapter",
+    "prefetch_revoke": "prefetch is not driven by the adapter",
 }
 
 
