@@ -190,3 +190,19 @@ def test_threaded_mode_end_to_end(file_storage):
             g.flush()
         assert g.verify() == [] and ranks_agree(g)
         assert metric(g, mt.PREFETCHED) >= before + 3
+
+
+def test_timeout_policy_reads_the_monotonic_clock_outside_manual_mode():
+    """Seed 004's is_prefetch_timeout: base + pages * per_page seconds since the prefetch
+    started; in manual mode only the driver's prefetch_timeout step fires the timer."""
+    from tiercheck.impl.hicache.state import PrefetchOp
+
+    for manual, base, fired in ((False, 0.0, True), (False, 1e9, False), (True, 0.0, False)):
+        g = group(prefetch_stop_policy="timeout", prefetch_timeout_base=base, prefetch_timeout_per_page=0.0,
+                  manual=manual)
+        try:
+            op = PrefetchOp((1, 2), None, 0, ["a", "b"], [0, 1], start=time.monotonic() - 1.0)
+            assert g.ranks[0]._can_terminate(op, finished=False) == fired, (manual, base)
+            assert g.ranks[0]._can_terminate(op, finished=True)  # a completed read may stop
+        finally:
+            g.close()
