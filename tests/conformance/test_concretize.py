@@ -10,12 +10,15 @@ from tiercheck.models import model_file
 from tiercheck.spec.action import act
 from tiercheck.spec.model import ACTION_SPECS, Model
 
-# Small models that between them enable every spec action (faults, the CP planner and
-# request locks included).
+# Small models that between them enable every spec action (faults, the CP planner,
+# request locks and the prefetch endings included).
 FAULTS = {"model": {"requests": [[1], [2]], "policy": "write_back", "storage": True,
                     "duplicate_reclaim": True, "faults": ["store_loss", "registry_skew"]}}
 CONFIGS = [model_file.load(n).config for n in ("wt-mirror-prefetch-1r", "wt-alloc-2r", "cp-planner-2r", "request-locks-1r")]
 CONFIGS.append(model_file.parse(FAULTS).config)
+ENDINGS = {"model": {"requests": [[1], [2]], "device_pages": 1, "host_pages": 1, "storage": True, "prefetch": True, "prefetch_stop": "timeout",
+                     "prefetch_read_fail": True, "prefetch_revoke": True}}  # how a prefetch ends
+CONFIGS.append(model_file.parse(ENDINGS).config)
 
 
 def _enabled(cfg, limit=400):
