@@ -74,3 +74,21 @@ def test_revoke_freeing_slots_under_an_in_flight_read_is_a_use_after_free():
     assert "into host slots already freed" in no_use_after_free(m, s)
     s = run(m, ("prefetch_io", {"rank": 0, "op": 0}), state=s)  # the read settled: nothing in flight
     assert no_use_after_free(m, s) is None
+
+
+def test_the_twin_and_the_proofs_refuse_the_prefetch_endings(capsys):
+    """Neither tla/HiCache.tla nor the z3 encoding models them: one line each, exit 2."""
+    from tiercheck.cli import main
+
+    for name, key in (("wt-prefetch-revoke-1r", "prefetch_revoke = true"),
+                      ("wt-prefetch-timeout-2r", 'prefetch_stop = "timeout"')):
+        assert main(["tla", name, "-o", "unused"]) == 2
+        err = capsys.readouterr().err
+        assert f"option {key} is not in the TLA+ twin" in err and err.count("\n") == 1
+    for variant in ("timeout-local-vote", "revoke-frees-in-flight"):
+        assert main(["prove", "--variant", variant]) == 2
+        err = capsys.readouterr().err
+        assert "out of scope for the z3 encoding" in err and err.count("\n") == 1
+    from tiercheck.proofs.scope import OPTIONS
+
+    assert {"prefetch_stop", "prefetch_revoke", "prefetch_read_fail"} <= set(OPTIONS)  # refused with a model
