@@ -172,9 +172,9 @@ def revoke_guard(m, s, a):
 
 def prefetch_revoke(m, s, a):
     """terminate_prefetch on every rank (its read stops) and the revoke queued for the next
-    drain round. Variant revoke-frees-in-flight: the host slots are freed now (the seed's
-    release_aborted_request queues them right after mark_terminate), while a read may
-    still be writing into them."""
+    drain round. Variant revoke-frees-in-flight: the host slots are freed now, as seed
+    004's _force_release_pending_storage_ops does (safe there only because the storage
+    threads were stopped first), while a read may still be writing into them."""
     i = a["op"]
     ranks = []
     for rs in s.ranks:

@@ -253,8 +253,9 @@ VARIANTS = {
         ),
         Variant(
             "revoke-frees-in-flight",
-            "seed 004 release_aborted_request (terminate_prefetch, then append_host_mem_release "
-            "without waiting for the IO thread)",
+            "seed 004's revoke paths: _force_release_pending_storage_ops frees a prefetch's "
+            "host_indices at once, safe only because detach stopped the storage threads first "
+            "(release_aborted_request queues only the completed_tokens prefix, which the read is done with)",
             "a revoked prefetch's host slots are freed while its storage read may still write "
             "into them: use-after-free, corrupt KV in whatever takes the slots next",
             "prefetch_revoke: the host slots are freed at the revoke, not by the drain round "
