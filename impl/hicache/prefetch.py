@@ -225,8 +225,9 @@ class Prefetch:
         return 0
 
     def prefetch_revoke(self, index: int) -> int:
-        """The scheduler revokes prefetch ``index`` (terminate_prefetch): its read stops
-        and the next drain round retires it. Variant revoke-frees-in-flight: its host
+        """The scheduler revokes prefetch ``index`` (terminate_prefetch) and the next drain
+        round retires it once every rank's read has settled (a threaded read runs to its
+        end: the worker has no mid-read cancel). Variant revoke-frees-in-flight: its host
         slots are freed now, while the read may still write into them."""
         op = self._prefetch_op(index)
         if op.revoked:
