@@ -288,15 +288,31 @@ def run(args) -> int:
         # Each finding's shortest traces (1 rank first), not all of them: every replay on
         # every release imports sglang, and a gloo trace that hangs waits out its timeout.
         traces = [t for g in group(findings) for t in g["traces"][: args.replays_per_finding]]
+        # Replays already made on a lane (--reuse) are kept: trace files are named by
+        # their content's hash, so the same name is the same trace.
+        cache_file = work / "replays.json"
+        cache = json.loads(cache_file.read_text()) if args.reuse and cache_file.exists() else {}
         replays = {}
         if traces:  # each release's lane replays the traces; lanes run side by side (--jobs)
+            import threading
             from concurrent.futures import ThreadPoolExecutor
 
+            lock = threading.Lock()
+
+            def replay_release(release, py):
+                with lock:
+                    have = cache.setdefault(release, {})
+                    todo = [t for t in traces if have.get(t, {}).get("result") in (None, "timeout", "error")]
+                new = _replay_on(py, todo, log, args.release_timeout) if todo else []
+                with lock:  # saved as each lane finishes: a stopped run keeps what it replayed
+                    have.update((r["trace"], r) for r in new)
+                    cache_file.write_text(json.dumps(cache, indent=1))
+                    return {t: have[t] for t in traces}
+
             with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-                futures = {release: pool.submit(_replay_on, py, traces, log, args.release_timeout)
-                           for release, py in pythons.items()}
+                futures = {release: pool.submit(replay_release, release, py) for release, py in pythons.items()}
             for release, fut in futures.items():
-                replays[release] = {r["trace"]: r for r in fut.result()}
+                replays[release] = fut.result()
     data = {"results": results, "findings": findings, "replays": replays,
             "budget": {"examples": args.examples, "steps": args.steps, "seed": args.seed, "runs": args.runs,
                        "tours": args.tours}}
