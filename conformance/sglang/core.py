@@ -446,9 +446,7 @@ class SGLangRank:
             # Some rank's read has not run: the wait budget is spent on every rank, the
             # timeout policy's MAX vote terminates, and the agreed prefix (nothing yet) is
             # inserted; the cut read then ends and its ack queues the unused host slots.
-            from sglang.srt.mem_cache.unified_radix_cache import _StoragePrefetchWait
-
-            cache._storage_prefetch_wait.setdefault(handle, _StoragePrefetchWait()).expired = True
+            self.shim.expire_prefetch(cache, handle, operation)
             done = cache.check_prefetch_progress(handle)
             self.reads.release(operation.id)
             self._drain_prefetch_acks(operation)

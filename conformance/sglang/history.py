@@ -35,13 +35,15 @@ from .shims import select
 from .versions import parse
 
 # One budget for every release: the runs of campaign.DEFAULT_RUNS (1 rank in-process,
-# 2 gloo ranks) and write_back on 3 gloo ranks with the stateful suite, plus the
+# 2 gloo ranks), write_back on 3 gloo ranks, prefetch from storage and the MLA single
+# writer on 2 gloo ranks (n/a, with the reason, where the release lacks the feature or
+# its adapter core does not map it) with the stateful suite, plus the
 # transition tours of two 1-rank models without storage (the storage tours hit 20,000
 # steps: too long for a nightly job).
 HISTORY_RUNS = (
     "sglang/wt-1r", "sglang/wts-1r", "sglang/wt-storage-1r", "sglang/wb-1r", "sglang/wb-storage-1r",
     "sglang/wt-2r@gloo", "sglang/wt-storage-2r@gloo", "sglang/wb-2r@gloo", "sglang/wt-alloc-2r@gloo",
-    "sglang/wb-2r:3@gloo",
+    "sglang/wb-2r:3@gloo", "sglang/wt-prefetch-2r@gloo", "sglang/wt-storage-mla-2r@gloo",
 )
 TOURS = ("sglang/wt-1r", "sglang/wb-1r")
 
