@@ -89,3 +89,35 @@ def check_stored(trace, cfg=None):
         raise UserError(f"{trace.path}: corrupt trace (probes must be a list of step indices)")
     model = Model(mf.config if cfg is None else cfg(mf.config))
     return mf, model, validate(model, trace.actions, probes, trace.path), set(probes)
+
+
+def check_passing(trace):
+    """A trace that passes known disagreements (``meta.passes``, tiercheck.conformance.distinct):
+    (model, the step of the first one, or None). Up to that step every action is validated
+    against the spec and the stored states are the spec's; it is the first step whose stored
+    state is not the spec's successor (the implementation's state, from which the run went
+    on). Past it, as in ``replay``, only the actions' names are validated."""
+    from tiercheck.models import model_file
+    from tiercheck.models.trace import state_to_itf
+    from tiercheck.models.viewer_data import _plain
+    from tiercheck.spec.model import Model
+
+    passes = trace.meta.get("passes")
+    if not isinstance(passes, list) or not passes or not all(isinstance(p, str) for p in passes):
+        raise UserError(f"{trace.path}: corrupt trace (passes must be a non-empty list of signatures)")
+    mf = model_file.parse(model_file.loads(trace.model_toml, f"{trace.path}: its model"), trace.path)
+    model = Model(mf.config)
+    bad = next((a.name for a in trace.actions if a.name not in ACTION_SPECS), None)
+    if bad is not None:
+        raise UserError(f"{trace.path}: bad trace: unknown action {bad!r}")
+    if len(trace.states) != len(trace.actions) + 1:
+        raise UserError(f"{trace.path}: corrupt trace ({len(trace.states)} states for {len(trace.actions)} steps)")
+    s = model.init_states()[0]
+    for i, a in enumerate(trace.actions):
+        enabled = {_key(e): e for e in model.actions(s)}
+        cand = enabled.get(_key(a))
+        t = model.next_state(s, cand) if cand is not None else None
+        if t is None or _plain(state_to_itf(model, t)) != _plain(trace.states[i + 1]):
+            return model, i + 1
+        s = t
+    return model, None

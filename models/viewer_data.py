@@ -66,8 +66,10 @@ def loop_start(trace: Trace) -> Optional[int]:
     return ls
 
 
-def text_lines(trace: Trace) -> List[str]:
-    """The trace step by step, what changed per rank; a lasso's cycle is marked."""
+def text_lines(trace: Trace, passed_at: Optional[int] = None) -> List[str]:
+    """The trace step by step, what changed per rank; a lasso's cycle is marked, and
+    ``passed_at``: the first step whose state is the implementation's, not the spec's (a
+    conformance trace passing known disagreements: tiercheck.models.trace_check.check_passing)."""
     ls = loop_start(trace)
     entries = steps(trace)
     head = f"trace {trace.path}: {trace.kind}"
@@ -82,12 +84,17 @@ def text_lines(trace: Trace) -> List[str]:
     if ls is not None:
         summary += f"; lasso: steps {ls + 1}..{n} form a cycle back to state {ls}"
     lines.append(summary)
+    for sig in trace.meta.get("passes") or ():
+        lines.append(f"  passes the known disagreement: {sig}")
     lines.append("")
     for e in entries:
         i = e["index"]
         mark = ""
         if ls is not None and i == ls + 1:
             mark = f"   <- cycle starts (leaves state {ls})"
+        if passed_at is not None and i == passed_at:
+            mark = ("   <- passed: the implementation disagrees here in a known way and the trace goes on "
+                    "from its state (not the spec's)")
         lines.append(f"{i:3d}. {e['action']}{mark}")
         for c in e["changes"]:
             lines.append(f"       {c}")

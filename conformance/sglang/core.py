@@ -80,6 +80,12 @@ class SGLangRank:
         self.model = Model(cfg)
         self.rank, self.world = rank, world
         self._exit = contextlib.ExitStack()
+        # Prefetch bookkeeping (every core: the snapshot reads it; _build sets ``reads``).
+        self.reads = None
+        self.prefetches: list = []  # handles of the prefetches holding host slots, in issue order
+        self.prefetch_of: dict = {}  # handle -> (tokens, anchor end path or None, first page index)
+        self.released: list = []  # pages per host_mem_release_queue append, oldest first
+        self._rid = 0
         try:
             self._build(group, storage_dir)
         except BaseException:
@@ -145,10 +151,6 @@ class SGLangRank:
         if cfg.storage:
             self._page_keys()
         self.reads = ctl.PrefetchGate(self.cc) if cfg.prefetch else None
-        self.prefetches: list = []  # handles of the prefetches holding host slots, in issue order
-        self.prefetch_of: dict = {}  # handle -> (tokens, anchor end path or None, first page index)
-        self.released: list = []  # pages per host_mem_release_queue append, oldest first
-        self._rid = 0
 
     def _device_pools(self):
         """The device side the scheduler owns: request slots, one-layer KV pool, allocator
@@ -444,9 +446,7 @@ class SGLangRank:
             # Some rank's read has not run: the wait budget is spent on every rank, the
             # timeout policy's MAX vote terminates, and the agreed prefix (nothing yet) is
             # inserted; the cut read then ends and its ack queues the unused host slots.
-            from sglang.srt.mem_cache.unified_radix_cache import _StoragePrefetchWait
-
-            cache._storage_prefetch_wait.setdefault(handle, _StoragePrefetchWait()).expired = True
+            self.shim.expire_prefetch(cache, handle, operation)
             done = cache.check_prefetch_progress(handle)
             self.reads.release(operation.id)
             self._drain_prefetch_acks(operation)

@@ -25,6 +25,11 @@ from tiercheck.errors import UserError
 from . import controls as ctl
 from . import paths
 from .core import SGLangRank
+from .versions import parse
+
+# The first release whose host pool frees lazily (pool_host/base.py: ``release_slots``,
+# ``slot_used``): its ``free_slots`` alone misses slots freed since the last merge.
+LAZY_HOST_FREE = "0.5.16"
 
 
 def check_supported(cfg, version: str) -> None:
@@ -112,7 +117,13 @@ class HiRadixRank(SGLangRank):
 
     def _host_slots(self):
         host = self.host_pool
-        return host.k_buffer[0], host.free_slots.tolist() + self.host_reserved, host.size
+        if parse(self.version) >= parse(LAZY_HOST_FREE):
+            # Freed slots wait in release_slots until an allocation merges them; slot_used
+            # is the pool's own ownership record (the reserved surplus is allocated).
+            free = [i for i in range(host.size) if not bool(host.slot_used[i])] + self.host_reserved
+        else:
+            free = host.free_slots.tolist() + self.host_reserved
+        return host.k_buffer[0], free, host.size
 
     def _node_state(self, x, loading: bool, anchor_holds: int) -> dict:
         return {

@@ -72,15 +72,14 @@ def check_supported(cfg, version: str | None = None) -> None:
                         "set duplicate_reclaim = true")
 
 
-PREFETCH_FIRST = "0.5.23"  # the prefetch pipeline the adapter maps (CacheRequestHandle, timeout vote)
-
-
 def _check_prefetch(cfg, version):
-    from .versions import parse
+    from .shims import select
 
-    if version is not None and parse(version) < parse(PREFETCH_FIRST):
-        raise UserError(f"--impl sglang: prefetch is mapped for SGLang {PREFETCH_FIRST}'s pipeline, "
-                        f"not {version}'s")
+    # The pipeline the adapter maps: CacheRequestHandle, the hit and completion votes, the
+    # timeout policy's MAX vote (0.5.20 onwards; shims.Shim.no_prefetch says why not).
+    why = select(version).no_prefetch if version is not None else None
+    if why is not None:
+        raise UserError(f"--impl sglang: prefetch is not mapped on SGLang {version}: {why}")
     if not cfg.prefetch_at_hit:
         raise UserError("--impl sglang: SGLang takes prefetch host slots when the storage hit query "
                         "returns: set prefetch_at_hit = true")

@@ -35,13 +35,15 @@ from .shims import select
 from .versions import parse
 
 # One budget for every release: the runs of campaign.DEFAULT_RUNS (1 rank in-process,
-# 2 gloo ranks) and write_back on 3 gloo ranks with the stateful suite, plus the
+# 2 gloo ranks), write_back on 3 gloo ranks, prefetch from storage and the MLA single
+# writer on 2 gloo ranks (n/a, with the reason, where the release lacks the feature or
+# its adapter core does not map it) with the stateful suite, plus the
 # transition tours of two 1-rank models without storage (the storage tours hit 20,000
 # steps: too long for a nightly job).
 HISTORY_RUNS = (
     "sglang/wt-1r", "sglang/wts-1r", "sglang/wt-storage-1r", "sglang/wb-1r", "sglang/wb-storage-1r",
     "sglang/wt-2r@gloo", "sglang/wt-storage-2r@gloo", "sglang/wb-2r@gloo", "sglang/wt-alloc-2r@gloo",
-    "sglang/wb-2r:3@gloo",
+    "sglang/wb-2r:3@gloo", "sglang/wt-prefetch-2r@gloo", "sglang/wt-storage-mla-2r@gloo",
 )
 TOURS = ("sglang/wt-1r", "sglang/wb-1r")
 
@@ -58,20 +60,37 @@ def _status(release: str, root: Path, log) -> tuple[str, Path | None]:
         return f"lane setup failed: {exc}", None
 
 
-def run_release(py: Path, release: str, work: Path, args, log) -> dict:
-    """The campaign on one release, in its lane: rows, seconds."""
+def run_key(spec: str) -> str:
+    """A run as the campaign rows name it: MODEL[:R]@BACKEND (``MODEL[@gloo]`` on the command line)."""
+    model, _, backend = spec.partition("@")
+    return f"{model}@{backend or 'lockstep'}"
+
+
+def missing_runs(rows: list[dict], runs, tours) -> tuple[list[str], list[str]]:
+    """The runs and tours a release's saved rows lack (a campaign cut by its timeout, or
+    runs added to the list since): those, and only those, run again under --reuse."""
+    have = {(r.get("kind"), f"{r['model']}@{r['backend']}") for r in rows}
+    return ([x for x in runs if ("conform", run_key(x)) not in have],
+            [x for x in tours if ("tour", run_key(x)) not in have])
+
+
+def run_release(py: Path, release: str, work: Path, args, log, keep=(), runs=None, tours=None) -> dict:
+    """The campaign on one release, in its lane: rows, seconds. ``keep``: rows of an
+    earlier run of this release (--reuse) that ``runs``/``tours`` complete."""
+    runs = args.runs if runs is None else runs
+    tours = args.tours if tours is None else tours
     out = work / release
-    if out.exists():
+    if out.exists() and not keep:
         shutil.rmtree(out)
-    out.mkdir(parents=True)
-    rows_file = out / "campaign.jsonl"
+    out.mkdir(parents=True, exist_ok=True)
+    rows_file = out / f"campaign-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
     t0 = time.monotonic()
     base = [str(py), "-m", "tiercheck.conformance.sglang.campaign", "--examples", str(args.examples),
             "--steps", str(args.steps), "--seed", str(args.seed), "--out", str(out / "counterexamples"),
             "--json", str(rows_file)]
-    calls = [base + ["--no-tours", *args.runs]]
-    if args.tours:
-        calls.append(base + ["--no-conform", *args.tours])
+    calls = [base + ["--no-tours", *runs]] if runs else []
+    if tours:
+        calls.append(base + ["--no-conform", *tours])
     for cmd in calls:
         print("+ " + " ".join(cmd), file=log, flush=True)
         try:
@@ -79,7 +98,7 @@ def run_release(py: Path, release: str, work: Path, args, log) -> dict:
         except subprocess.TimeoutExpired:
             print(f"# {release}: campaign timed out after {args.release_timeout} s", file=log, flush=True)
     rows = [json.loads(line) for line in rows_file.read_text().splitlines()] if rows_file.exists() else []
-    return {"release": release, "rows": rows, "seconds": round(time.monotonic() - t0, 1)}
+    return {"release": release, "rows": [*keep, *rows], "seconds": round(time.monotonic() - t0, 1)}
 
 
 def replay_set(traces: list[str]) -> list[dict]:
@@ -211,7 +230,10 @@ def add_arguments(p):
     p.add_argument("--replays-per-finding", type=int, default=2,
                    help="how many of each finding's traces (shortest first) every release replays")
     p.add_argument("--reuse", action="store_true",
-                   help="take the campaign rows of the last run (--work) and only redo findings, replays, report")
+                   help="keep the campaign rows of the last run (--work): run only the runs a release lacks, "
+                        "then redo findings, replays, report")
+    p.add_argument("--campaign-only", action="store_true",
+                   help="stop after the campaigns (results.json in --work); a later --reuse replays and reports")
     p.add_argument("--replay-set", nargs="+", help=argparse.SUPPRESS)
 
 
@@ -223,10 +245,19 @@ def run(args) -> int:
     results, pythons = [], {}
     with open(work / "history.log", "a") as log:
         saved = {r["release"]: r for r in json.loads((work / "results.json").read_text())} if args.reuse else {}
+
+        def save():  # after every release: what ran so far, and the saved releases not reached yet
+            done = {r["release"] for r in results}
+            keep = [r for rel, r in saved.items() if rel not in done]
+            (work / "results.json").write_text(json.dumps(sorted(results + keep, key=lambda r: parse(r["release"])),
+                                                          indent=1, default=str))
+
         for release in releases:
-            if "rows" in saved.get(release, {}):  # --reuse: this release's campaign rows from the last run
-                results.append(saved[release])
-                if "skipped" not in saved[release]:
+            old = saved.get(release, {})
+            todo_runs, todo_tours = missing_runs(old.get("rows", ()), args.runs, args.tours)
+            if "skipped" in old or ("rows" in old and not todo_runs and not todo_tours):
+                results.append(old)  # --reuse: this release's campaign is complete in the last run
+                if "skipped" not in old:
                     pythons[release] = lanes.python_of(root, release)
                 continue
             t0 = time.monotonic()
@@ -235,32 +266,55 @@ def run(args) -> int:
             if py is None:
                 results.append({"release": release, "skipped": status})
                 print(f"{release}: skipped ({status})", flush=True)
+                save()
                 continue
             pythons[release] = py
-            res = run_release(py, release, work, args, log)
-            res["setup_seconds"] = setup_s
+            if "rows" in old:  # --reuse of a cut campaign: keep its rows, run only what it lacks
+                print(f"{release}: reusing {len(old['rows'])} runs, running {todo_runs + todo_tours}", flush=True)
+                res = run_release(py, release, work, args, log, keep=old["rows"], runs=todo_runs, tours=todo_tours)
+                res["seconds"] = round(res["seconds"] + old.get("seconds", 0), 1)
+                res["setup_seconds"] = old.get("setup_seconds", setup_s)
+            else:
+                res = run_release(py, release, work, args, log)
+                res["setup_seconds"] = setup_s
             results.append(res)
             bad = sum(r.get("result") == "disagrees" or bool(r.get("disagreements")) for r in res["rows"])
             print(f"{release}: {len(res['rows'])} runs, {bad} disagree, {res['seconds']} s", flush=True)
-            (work / "results.json").write_text(json.dumps(results, indent=1, default=str))
-        # Again at the end: releases taken from the last run (--reuse) come after the last
-        # campaign run, and the next --reuse needs them too.
-        (work / "results.json").write_text(json.dumps(results, indent=1, default=str))
+            save()
+        save()
+        if args.campaign_only:
+            return 0
         findings = _collect_findings(results, out / "traces" / "history")
         from .history_report import group
 
         # Each finding's shortest traces (1 rank first), not all of them: every replay on
         # every release imports sglang, and a gloo trace that hangs waits out its timeout.
         traces = [t for g in group(findings) for t in g["traces"][: args.replays_per_finding]]
+        # Replays already made on a lane (--reuse) are kept: trace files are named by
+        # their content's hash, so the same name is the same trace.
+        cache_file = work / "replays.json"
+        cache = json.loads(cache_file.read_text()) if args.reuse and cache_file.exists() else {}
         replays = {}
         if traces:  # each release's lane replays the traces; lanes run side by side (--jobs)
+            import threading
             from concurrent.futures import ThreadPoolExecutor
 
+            lock = threading.Lock()
+
+            def replay_release(release, py):
+                with lock:
+                    have = cache.setdefault(release, {})
+                    todo = [t for t in traces if have.get(t, {}).get("result") in (None, "timeout", "error")]
+                new = _replay_on(py, todo, log, args.release_timeout) if todo else []
+                with lock:  # saved as each lane finishes: a stopped run keeps what it replayed
+                    have.update((r["trace"], r) for r in new)
+                    cache_file.write_text(json.dumps(cache, indent=1))
+                    return {t: have[t] for t in traces}
+
             with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-                futures = {release: pool.submit(_replay_on, py, traces, log, args.release_timeout)
-                           for release, py in pythons.items()}
+                futures = {release: pool.submit(replay_release, release, py) for release, py in pythons.items()}
             for release, fut in futures.items():
-                replays[release] = {r["trace"]: r for r in fut.result()}
+                replays[release] = fut.result()
     data = {"results": results, "findings": findings, "replays": replays,
             "budget": {"examples": args.examples, "steps": args.steps, "seed": args.seed, "runs": args.runs,
                        "tours": args.tours}}

@@ -28,14 +28,24 @@ from pathlib import Path
 
 # Why a spec action can stay untaken on every release (docs/sglang.md, "Not driven").
 NOT_DRIVEN = {
-    "prefetch_from_storage": "prefetch is not driven by the adapter",
-    "prefetch_io": "prefetch is not driven by the adapter",
-    "check_prefetch_progress": "prefetch is not driven by the adapter",
     "local_access": "the CP planner is not part of HiCache",
-    "prefetch_timeout": "prefetch is not driven by the adapter",
-    "prefetch_read_fails": "prefetch is not driven by the adapter",
-    "prefetch_revoke": "prefetch is not driven by the adapter",
+    "lock_request": "request-lifetime locks are not in these models (request_locks = false)",
+    "unlock_request": "request-lifetime locks are not in these models (request_locks = false)",
+    "prefetch_timeout": "the timeout stop policy is not in these models (prefetch_stop != timeout)",
+    "prefetch_read_fails": "failing prefetch reads are not in these models (prefetch_read_fail = false)",
+    "prefetch_revoke": "revoke is not in these models (prefetch_revoke = false)",
 }
+PREFETCH_ACTIONS = ("prefetch_from_storage", "prefetch_io", "check_prefetch_progress")
+
+
+def _why_untaken(name: str, rows) -> str:
+    """Why an action no run of a release took: the prefetch actions say why the release's
+    prefetch run was not driven (n/a), everything else NOT_DRIVEN or the budget."""
+    if name in PREFETCH_ACTIONS:
+        na = [r["message"] for r in rows if "prefetch" in r["model"] and r.get("result") == "n/a"]
+        if na:
+            return "the prefetch run is n/a here: " + na[0].split(": ", 1)[-1]
+    return NOT_DRIVEN.get(name, "not reached within the budget")
 
 
 def _anchor(text: str) -> str:
@@ -167,7 +177,7 @@ def write_report(data: dict, path: Path) -> None:
             for name, n in (row.get("actions") or {}).items():
                 taken[name] = taken.get(name, 0) + n
         never = [n for n, k in sorted(taken.items()) if not k]
-        why = [f"`{n}` ({NOT_DRIVEN.get(n, 'not reached within the budget')})" for n in never]
+        why = [f"`{n}` ({_why_untaken(n, r['rows'])})" for n in never]
         lines.append(f"- {r['release']}: {', '.join(why) if why else 'none'}")
     lines += ["", "## Findings x releases", "",
               "One row per distinct disagreement (its signature: the kind of mismatch, the action that "

@@ -10,14 +10,31 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import types
 import unittest
+from pathlib import Path
 
 APPLIED: list[str] = []
 USERS_OF_MHA_HOST_POOL_CLS = (
     "sglang.srt.mem_cache.hybrid_cache.hybrid_pool_assembler",
     "sglang.srt.mem_cache.kv_cache_builder",
 )
+
+
+# A JIT build of the page-hash extension takes well under this; a build lock older than
+# it was left by a process killed mid-build (a stopped run), and torch's FileBaton would
+# wait for it forever (every later storage run of that lane hangs at its first page key).
+STALE_BUILD_LOCK_S = 600.0
+
+
+def _clear_stale_build_locks(root: str) -> None:
+    for lock in Path(root).glob("*/lock"):
+        try:
+            if time.time() - lock.stat().st_mtime > STALE_BUILD_LOCK_S:
+                lock.unlink()
+        except FileNotFoundError:  # its builder finished meanwhile
+            pass
 
 
 def apply() -> list[str]:
@@ -27,6 +44,7 @@ def apply() -> list[str]:
     # Some releases JIT-compile a C++ page-hash extension under one shared name; releases
     # differ in its source, so each lane keeps its own build (and no two lanes race on it).
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", os.path.join(sys.prefix, "torch_extensions"))
+    _clear_stale_build_locks(os.environ["TORCH_EXTENSIONS_DIR"])
     import logging
 
     import torch

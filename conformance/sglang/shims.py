@@ -8,10 +8,11 @@ a silently different run.
 
 | shim | releases | differences from the next newer shape |
 |---|---|---|
-| ``Unified22`` | 0.5.22 - | (the core's own shape) ``path_device_indices`` |
+| ``Unified23`` | 0.5.23 - | (the core's own shape) the prefetch wait budget is a ``_StoragePrefetchWait`` per request |
+| ``Unified22`` | 0.5.22 | the prefetch timeout is the wall clock since the read started (``_prefetch_timeout_check_linear_func``) |
 | ``Unified21`` | 0.5.21 | the match result carries ``device_indices``; a load-back's host lock sits on its anchor only (no lock uuid) |
 | ``Unified20`` | 0.5.20 | backups are submitted at insert (no ``flush_pending_backups``); the TreeCore backend is an environment variable |
-| ``Unified19`` | 0.5.19 | no ``match_full_device_prefix`` (the adapter reads the device prefix itself), ``get_hash_str`` for L3 keys, ComponentType in ``unified_cache.component_type`` |
+| ``Unified19`` | 0.5.19 | prefetch keyed by request id strings (no ``CacheRequestHandle``: not mapped); no ``match_full_device_prefix`` (the adapter reads the device prefix itself), ``get_hash_str`` for L3 keys, ComponentType in ``unified_cache.component_type`` |
 | ``Unified18`` | 0.5.18 | the device eviction walk returns the node id alone (no progress flag); the fused round has no prefetch-ack queue size |
 | ``HiRadix17`` | 0.5.17 | another cache class: HiRadixCache (the default for MHA up to 0.5.18), driven by ``core_hrc.HiRadixRank``; the fused ready-count round passes its counts to ``writing_check`` / ``loading_check`` |
 | ``HiRadix15`` | 0.5.15 - 0.5.16 | each check runs its own MIN all-reduce; the write_through eviction is ``_evict_write_through`` |
@@ -51,10 +52,12 @@ COMMON = (
 
 
 class Shim:
-    """The newest API shape (0.5.22 onwards)."""
+    """The newest API shape (0.5.23 onwards)."""
 
-    name = "Unified22"
-    first = "0.5.22"
+    name = "Unified23"
+    first = "0.5.23"
+    # Why the adapter cannot drive prefetch from storage on this release (None: it can).
+    no_prefetch = None
     core = "urc"
     REQUIRES = COMMON + (
         f"{URC}.flush_pending_backups", f"{URC}.path_device_indices", f"{UTC}.match_full_device_prefix",
@@ -117,9 +120,24 @@ class Shim:
                 x = x.parent
         return holds
 
+    def expire_prefetch(self, cache, handle, operation) -> None:
+        """Spend the timeout policy's wait budget of one prefetch on this rank (the
+        spec's "terminate any time"; the MAX vote in check_prefetch_progress then cuts)."""
+        from sglang.srt.mem_cache.unified_radix_cache import _StoragePrefetchWait
+
+        cache._storage_prefetch_wait.setdefault(handle, _StoragePrefetchWait()).expired = True
 
 
-class Unified21(Shim):
+
+class Unified22(Shim):
+    name, first = "Unified22", "0.5.22"
+
+    def expire_prefetch(self, cache, handle, operation) -> None:
+        """The budget is the wall clock since the read started: start it long ago."""
+        operation.start_time = float("-inf")
+
+
+class Unified21(Unified22):
     name, first = "Unified21", "0.5.21"
     REQUIRES = tuple(r for r in Shim.REQUIRES if not r.endswith(".path_device_indices"))
 
@@ -153,6 +171,7 @@ class Unified20(Unified21):
 
 class Unified19(Unified20):
     name, first = "Unified19", "0.5.19"
+    no_prefetch = "its prefetch is keyed by request id strings (CacheRequestHandle comes in 0.5.20)"
     REQUIRES = tuple(r for r in Unified20.REQUIRES
                      if not r.endswith((".match_full_device_prefix", ":get_storage_hash_str"))) + (
         "sglang.srt.mem_cache.utils:get_hash_str",)
@@ -186,6 +205,7 @@ class HiRadix13:
     ``writing_check`` still returns before it when this rank has nothing in flight)."""
 
     name, first, last, core = "HiRadix13", "0.5.13", "0.5.14", "hrc"
+    no_prefetch = "HiRadixCache's L3 storage is not mapped"
     REQUIRES = (
         f"{HRC}.match_prefix", f"{HRC}.insert", f"{HRC}.evict", f"{HRC}.evict_host", f"{HRC}.load_back",
         f"{HRC}.ready_to_load_host_cache", f"{HRC}.writing_check", f"{HRC}.loading_check",
@@ -273,7 +293,7 @@ class HiRadix10(HiRadix12):
         return {"tp_cache_group": group}
 
 
-SHIMS = (Shim(), Unified21(), Unified20(), Unified19(), Unified18())  # newest first
+SHIMS = (Shim(), Unified22(), Unified21(), Unified20(), Unified19(), Unified18())  # newest first
 HRC_SHIMS = (HiRadix17(), HiRadix15(), HiRadix13(), HiRadix12(), HiRadix10())  # newest first
 NO_SHIM = ()  # (first release, why): releases in the supported range without a shim
 

@@ -69,3 +69,17 @@ def test_replay_passes_what_the_trace_passes(found, capsys):
     # the first bug fixed too: the trace's finding cannot be reached, which is no disagreement
     assert main(["replay", trace]) == exits.OK
     assert "not reached" in capsys.readouterr().out
+
+
+def test_show_marks_where_a_trace_passes_a_known_disagreement(found, capsys):
+    from tiercheck.cli import main
+    from tiercheck.models.trace_check import check_passing
+
+    trace = found[0][1]["file"]
+    _model, at = check_passing(read_trace(trace))
+    assert at is not None and read_trace(trace).actions[at - 1].name == "insert"  # the per-rank admission
+    assert main(["show", trace]) == exits.OK
+    out = capsys.readouterr().out
+    assert f"passes the known disagreement: {found[0][0]['signature']}" in out
+    marked = [line for line in out.splitlines() if "<- passed" in line]
+    assert len(marked) == 1 and marked[0].lstrip().startswith(f"{at}. insert")

@@ -33,8 +33,8 @@ def test_lane_spec():
 
 
 @pytest.mark.parametrize("version, shim", [
-    ("0.5.23", "Unified22"), ("0.5.22", "Unified22"), ("0.5.21", "Unified21"), ("0.5.20", "Unified20"),
-    ("0.5.19", "Unified19"), ("0.5.18", "Unified18"), ("0.5.30", "Unified22"),
+    ("0.5.23", "Unified23"), ("0.5.22", "Unified22"), ("0.5.21", "Unified21"), ("0.5.20", "Unified20"),
+    ("0.5.19", "Unified19"), ("0.5.18", "Unified18"), ("0.5.30", "Unified23"),
     ("0.5.17", "HiRadix17"), ("0.5.16", "HiRadix15"), ("0.5.15.post1", "HiRadix15"), ("0.5.15", "HiRadix15"),
     ("0.5.14", "HiRadix13"), ("0.5.13.post1", "HiRadix13"), ("0.5.13", "HiRadix13"),
     ("0.5.12.post1", "HiRadix12"), ("0.5.12", "HiRadix12"), ("0.5.11", "HiRadix12"),
@@ -189,3 +189,19 @@ def test_lane_setup_takes_patches_by_name_and_refuses_an_unknown_one():
     assert args.patch == ["mirror-release"]
     with pytest.raises(UserError, match="unknown patch 'nope'"):
         patch.apply_patch("nope", "unused", "0.5.23")
+
+
+@pytest.mark.parametrize("version, refused", [
+    ("0.5.23", None), ("0.5.22", None), ("0.5.20", None), ("0.5.19", "CacheRequestHandle"),
+    ("0.5.18", "CacheRequestHandle"), ("0.5.17", "L3 storage is not mapped"),
+])
+def test_prefetch_is_mapped_from_0_5_20_and_refused_with_the_reason_before(version, refused):
+    from tiercheck.conformance.sglang.driver import check_supported
+    from tiercheck.models import model_file
+
+    cfg = model_file.load("sglang/wt-prefetch-2r").config
+    if refused is None:
+        check_supported(cfg, version)
+    else:
+        with pytest.raises(UserError, match=refused):
+            check_supported(cfg, version)
