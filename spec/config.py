@@ -81,7 +81,8 @@ class Config:
     # so the explicit checker can reach the wrap-around).
     digest_bits: int = constant(16, "digest width in bits", twin="DigestBits", bounds=(2, 64))
     # Prefetch termination (spec/prefetch.py): the stop policy each rank votes with.
-    prefetch_stop: str = constant("best_effort", "prefetch stop policy (PREFETCH_STOPS)", proofs=False)
+    prefetch_stop: str = constant("best_effort", "prefetch stop policy (PREFETCH_STOPS)", twin="PrefetchStop",
+                                  proofs=False)
     # Seed 000's durable LRU (spec/durable.py): its bound in pages (0: unbounded) and the
     # anti-churn age gate in drain rounds (0: a fully durable node is never staged again).
     durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", proofs=False,
@@ -112,7 +113,8 @@ class Config:
     slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
                            symmetry=False, proofs=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
-                                   "(lock_request / unlock_request)", symmetry=False, proofs=False)
+                                   "(lock_request / unlock_request)", twin="RequestLocks", symmetry=False,
+                                   proofs=False)
 
     def pages_of(self, req) -> int:
         """Whole pages of a request (what insert caches)."""

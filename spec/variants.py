@@ -224,7 +224,7 @@ VARIANTS = {
             "check_prefetch_progress: each rank's can_terminate decides alone, without the MAX "
             "vote",
             "no_collective_hang",
-            action="check_prefetch_progress", twin=False,
+            action="check_prefetch_progress",
             proof=OUT_OF_SCOPE + " needs the wait_complete stop policy (prefetch_stop), which the proofs do not encode",
             catalogue=False,
         ),

@@ -592,11 +592,54 @@ CheckPrefetchEffect(i) ==
     LET completed == MinOver([r \in RankIds |-> Max2(ranks[r].pdone[i], 0)])
     IN  TLCEval([r \in RankIds |-> FinishPrefetch(ranks[r], i, completed)])
 
-\* Terminate (any time), agree on the completed prefix (MIN), insert it host-only.
+\* A rank's stop vote (can_terminate_prefetch): best_effort always, wait_complete
+\* once its read has finished.
+CanTerminate(rs, i) == PrefetchStop = "best_effort" \/ rs.pdone[i] # NOT_DONE
+
+\* Terminate once the MAX vote says every rank can (else a stuttering step), agree on
+\* the completed prefix (MIN), insert it host-only.  The variant: a rank that can
+\* terminate enters the MIN all-reduce alone and waits there forever.
 check_prefetch_progress(i) ==
     /\ i \in DOMAIN ranks[0].pq
     /\ \A r \in RankIds : i \in DOMAIN ranks[r].pq /\ ranks[r].pq[i] = ranks[0].pq[i]
-    /\ ranks' = CheckPrefetchEffect(i)
+    /\ IF \A r \in RankIds : CanTerminate(ranks[r], i)
+       THEN /\ ranks' = CheckPrefetchEffect(i)
+            /\ UNCHANGED << store, hung, halted >>
+       ELSE IF Has("prefetch-vote-skipped") /\ \E r \in RankIds : CanTerminate(ranks[r], i)
+       THEN /\ hung' = "check_prefetch_progress"
+            /\ UNCHANGED << ranks, store, halted >>
+       ELSE UNCHANGED vars
+
+-----------------------------------------------------------------------------
+(* lock_request, unlock_request (spec/request_locks.py).                   *)
+
+\* match_prefix's device part: leading pages of req cached with a device copy.
+DeviceMatch(rs, req) ==
+    LET path == ReqPages[req]
+        miss == {i \in 1 .. Len(path) : rs.owner[path[i]] < 0 \/ rs.nodes[rs.owner[path[i]]].dev = ABSENT}
+    IN  IF miss = {} THEN Len(path) ELSE Min(miss) - 1
+
+\* match_prefix + inc_lock_ref: split where the device match ends, lock that node's
+\* path to the root, remember the node.
+LockRequestOnRank(rs, req) ==
+    LET last == ReqPages[req][DeviceMatch(rs, req)]
+        rs1 == LockPath(EnsureBoundary(rs, last), last, 1)
+    IN  [rs1 EXCEPT !.running[req] = last]
+
+lock_request(req) ==
+    /\ \A r \in RankIds : ranks[r].running[req] = -1 /\ DeviceMatch(ranks[r], req) > 0
+    /\ ranks' = TLCEval([r \in RankIds |-> LockRequestOnRank(ranks[r], req)])
+    /\ UNCHANGED << store, hung, halted >>
+
+\* The request finished: dec_lock_ref on the node its lock named.
+UnlockRequestOnRank(rs, req) ==
+    LET e == rs.running[req]
+        rs1 == IF Live(rs, e) THEN LockPath(rs, e, -1) ELSE rs
+    IN  [rs1 EXCEPT !.running[req] = -1]
+
+unlock_request(req) ==
+    /\ \A r \in RankIds : ranks[r].running[req] # -1
+    /\ ranks' = TLCEval([r \in RankIds |-> UnlockRequestOnRank(ranks[r], req)])
     /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
@@ -619,6 +662,7 @@ ReplicatedStep ==
     \/ \E e \in Pages, fail \in (IF WriteBack THEN FailSets ELSE {{}}) : evict(e, fail)
     \/ \E e \in Pages : load_back(e)
     \/ Prefetch /\ Storage /\ \E req \in Reqs, fail \in FailSets : prefetch_from_storage(req, fail)
+    \/ RequestLocks /\ \E req \in Reqs : lock_request(req) \/ unlock_request(req)
 
 OtherStep ==
     \/ \E r \in RankIds : write_dma_done(r)
@@ -680,7 +724,7 @@ slot_conservation == \A r \in RankIds : PoolsBalance(ranks[r])
 \* 6. replicas identical unless halted or a pending digest check will catch it
 Replica(rs) ==
     << rs.owner, rs.nodes, rs.dev_free, rs.host_free, rs.wq, rs.lq, rs.sq, rs.pq, rs.relq,
-       rs.closed >>
+       rs.closed, rs.running >>
 
 rank_agreement ==
     \/ halted # "" \/ hung # "" \/ NumRanks < 2

@@ -25,8 +25,10 @@ CONSTANTS
     HostFreeTarget,    \* mirror release runs while host_free < HostFreeTarget
     FailCloseAfter,    \* plan mismatches before mirror release fail-closes
     DigestBits,        \* width of the machine integers digests travel in
+    PrefetchStop,      \* "best_effort" | "wait_complete": each rank's prefetch stop vote
     MaxLock,           \* bound on lock_ref / host_ref_counter (CONSTRAINT)
-    Variants           \* set of bug-variant names (spec/variants.py)
+    Variants,          \* set of bug-variant names (spec/variants.py)
+    RequestLocks       \* running requests lock their matched device prefix
 
 -----------------------------------------------------------------------------
 (* Small helpers.                                                          *)
@@ -75,6 +77,7 @@ ASSUME /\ NumRanks >= 1
        /\ \A p \in 0 .. Len(PagePaths) - 2 : LexLess(Path(p), Path(p + 1))
        /\ Policy \in {"write_through", "write_through_selective", "write_back"}
        /\ DigestBits \in 2 .. 30      \* TLC integers are 32-bit
+       /\ PrefetchStop \in {"best_effort", "wait_complete"}
 
 \* Constant tables: TLC evaluates each once.
 Parent == TLCEval([p \in Pages |-> IF Depth(p) = 1 THEN -1 ELSE PageOf(SubSeq(Path(p), 1, Depth(p) - 1))])

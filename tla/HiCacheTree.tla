@@ -22,12 +22,15 @@ NoNode == [start |-> -1, dev |-> ABSENT, host |-> ABSENT, lock |-> 0, href |-> 0
            hits |-> 0, lbp |-> FALSE, rel |-> FALSE]
 NewNode(start) == [NoNode EXCEPT !.start = start, !.dev = RESIDENT]
 
+\* running[req]: the node end request req locked, -1 when it is not running (the
+\* spec's sorted tuple of (request, end) pairs, one per running request).
 EmptyRank ==
     [owner |-> TLCEval([p \in Pages |-> -1]), nodes |-> TLCEval([p \in Pages |-> NoNode]),
      dev_free |-> DevicePages, host_free |-> HostPages, durable |-> {},
      wq |-> << >>, wdone |-> 0, lq |-> << >>, ldone |-> 0, sq |-> << >>, sdone |-> << >>,
      pq |-> << >>, pdone |-> << >>, relq |-> << >>, plan |-> << >>, mismatch |-> 0,
-     closed |-> FALSE, dups |-> << >>, digest |-> << >>, clock |-> << >>]
+     closed |-> FALSE, dups |-> << >>, digest |-> << >>, clock |-> << >>,
+     running |-> TLCEval([i \in Reqs |-> -1])]
 
 -----------------------------------------------------------------------------
 (* Tree queries (spec/state.py).                                           *)
