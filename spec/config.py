@@ -46,10 +46,10 @@ def constant(default, doc: str, *, twin: str = "", symmetry: bool = True, proofs
     return field(default=default, metadata=meta)
 
 
-def _option(doc: str, default=False, bounds=None):
-    # An option of another HiCache version: neither the twin nor the proofs model it, and
-    # nobody reviewed its page-order dependence.
-    return constant(default, doc, symmetry=False, proofs=False, bounds=bounds, option=True)
+def _option(doc: str, default=False, bounds=None, twin: str = ""):
+    # An option of another HiCache version: the proofs do not model it, nobody reviewed
+    # its page-order dependence, and the twin models only those that name a ``twin``.
+    return constant(default, doc, twin=twin, symmetry=False, proofs=False, bounds=bounds, option=True)
 
 
 @dataclass(frozen=True)
@@ -101,14 +101,14 @@ class Config:
     lbp_write_back_only: bool = _option("load_back_pending is marked under write_back only")
     settled_duplicates: bool = _option("loading nodes are no duplicates; the load ack is a birth")
     wb_drop_unbacked: bool = _option("write_back: a victim whose backup is rejected is dropped")
-    load_back_threshold: int = _option("load-backs of fewer tokens are refused", 1, (1, 16))
+    load_back_threshold: int = _option("load-backs of fewer tokens are refused", 1, (1, 16), twin="LoadBackThreshold")
     prefetch_at_hit: bool = _option("prefetch takes host slots for the ranks' MIN storage hit, reads in order, "
                                     "refills host copies; an insert counts a hit on the nodes it un-evicts")
     # Workload features beyond the seeds' actions (neither the twin nor the proofs model
     # them yet; tiercheck tla and tiercheck prove refuse a model that sets them).
     # Tokens per page: requests are token sequences, pages their page_size-token chunks
     # (a partial last page is never cached), pools count pages, thresholds count tokens.
-    page_size: int = constant(1, "tokens per page", bounds=(1, 8), symmetry=False, proofs=False)
+    page_size: int = constant(1, "tokens per page", twin="PageSize", bounds=(1, 8), symmetry=False, proofs=False)
     victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", symmetry=False, proofs=False)
     slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
                            symmetry=False, proofs=False)

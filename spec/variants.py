@@ -248,7 +248,6 @@ VARIANTS = {
             "prefix_closed",
             action="insert",
             proof=THEOREM + "page_ceil_match_witness",
-            twin=False,
             catalogue=False,
         ),
         Variant(

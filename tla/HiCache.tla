@@ -53,11 +53,35 @@ MinOver(f) == Min({f[r] : r \in RankIds})
 -----------------------------------------------------------------------------
 (* insert (spec/write_path.py).                                            *)
 
+\* Variant page-ceil-match: the walk takes a cached sibling page whose leading token
+\* matches (the token match rounded up to the page), so it follows the tree itself.
+SamePage(cached, wanted) ==
+    \/ cached = wanted
+    \/ Has("page-ceil-match") /\ Parent[cached] = Parent[wanted] /\ Tokens(cached)[1] = Tokens(wanted)[1]
+
+\* The cached page the walk takes for request page `wanted` at a node boundary, -1 if none.
+CachedAs(rs, wanted) ==
+    IF rs.owner[wanted] >= 0 THEN wanted
+    ELSE LET sibs == {c \in (IF Parent[wanted] >= 0 THEN Children[Parent[wanted]] ELSE Roots) :
+                         rs.owner[c] >= 0 /\ SamePage(c, wanted)}
+         IN  IF sibs = {} THEN -1 ELSE Min(sibs)
+
+RECURSIVE CeilWalk(_, _, _, _)
+CeilWalk(rs, path, pos, items) ==
+    IF pos >= Len(path) \/ CachedAs(rs, path[pos + 1]) < 0 THEN items
+    ELSE LET e == rs.owner[CachedAs(rs, path[pos + 1])]
+             np == NodePages(rs, e)
+             k == Max({j \in 0 .. Min2(Len(np), Len(path) - pos) :
+                          \A i \in 1 .. j : SamePage(np[i], path[pos + i])})
+         IN  CeilWalk(rs, path, pos + k,
+                      Append(items, [end |-> e, k |-> k, split |-> IF k < Len(np) THEN np[k] ELSE -1]))
+
 \* The cached part of request req: per node << end, pages matched, split page or -1 >>.
 \* The walk from the root meets each node at the first page of its run on the path
 \* and matches the run; a node whose run stops short of its end is split there (only
 \* the last one can be: a node's inner pages have no other children).
 Walk(rs, req) ==
+    IF Has("page-ceil-match") THEN CeilWalk(rs, ReqPages[req], 0, << >>) ELSE
     LET path == ReqPages[req]
         m == MatchedPrefix(rs, req)
         starts == SelectSeq([j \in 1 .. m |-> j],
@@ -69,6 +93,11 @@ Walk(rs, req) ==
 
 \* Device pages insert(req) allocates: un-evicted nodes plus the new leaf.
 InsertDeviceNeed(rs, req) ==
+    IF Has("page-ceil-match")
+    THEN LET w == Walk(rs, req)
+         IN  Len(ReqPages[req]) - SumSeq([i \in DOMAIN w |-> w[i].k])
+             + SumSeq([i \in DOMAIN w |-> IF rs.nodes[w[i].end].dev = ABSENT THEN w[i].k ELSE 0])
+    ELSE
     LET path == ReqPages[req]
         m == MatchedPrefix(rs, req)
     IN  Cardinality({j \in 1 .. m : rs.nodes[rs.owner[path[j]]].dev = ABSENT}) + Len(path) - m
@@ -332,6 +361,7 @@ CanLoadBack(rs, e) ==
     /\ rs.nodes[e].dev = ABSENT
     /\ LET chain == NodesToLoad(rs, e)  total == SumLen(rs, chain) IN
        /\ \A i \in DOMAIN chain : rs.nodes[chain[i]].host = HOST_RESIDENT
+       /\ total * PageSize >= LoadBackThreshold   \* shorter: the request recomputes it
        /\ \/ total <= rs.dev_free
           \/ CpPlanner /\ PlanVictims(rs, total - rs.dev_free, PathToRoot(rs, e)) # << >>
 
@@ -720,6 +750,11 @@ PoolsBalance(rs) ==
         /\ rs.host_free >= 0 /\ rs.host_free + hostHeld = HostPages
 
 slot_conservation == \A r \in RankIds : PoolsBalance(ranks[r])
+
+\* 8. every cached node hangs below the page before it on its token path
+prefix_closed ==
+    \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
+        LET above == Parent[ranks[r].nodes[e].start] IN above < 0 \/ ranks[r].owner[above] >= 0
 
 \* 6. replicas identical unless halted or a pending digest check will catch it
 Replica(rs) ==

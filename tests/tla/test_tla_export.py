@@ -92,7 +92,7 @@ def _options():
 
 
 def test_the_options_are_the_config_fields_outside_the_twin():
-    assert {"backup_chain", "load_back_threshold", "wb_drop_unbacked"} <= {k for k, _ in _options()}
+    assert {"backup_chain", "wb_drop_unbacked"} <= {k for k, _ in _options()}
     assert tla_export.TWIN_FIELDS <= set(CONSTANTS)
 
 
