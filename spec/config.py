@@ -109,7 +109,8 @@ class Config:
     # Tokens per page: requests are token sequences, pages their page_size-token chunks
     # (a partial last page is never cached), pools count pages, thresholds count tokens.
     page_size: int = constant(1, "tokens per page", twin="PageSize", bounds=(1, 8), symmetry=False, proofs=False)
-    victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", symmetry=False, proofs=False)
+    victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", twin="VictimOrder",
+                                 symmetry=False, proofs=False)
     slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
                            symmetry=False, proofs=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "

@@ -262,7 +262,6 @@ VARIANTS = {
             action="insert",
             proof=THEOREM + "lru_local_clock_witness",
             breaks_rank_symmetry=True,
-            twin=False,
             catalogue=False,
         ),
         Variant(

@@ -128,15 +128,19 @@ InsertWalk(rs, items, toWrite, pos) ==
                   IN  InsertWalk(h[1], Tail(items), h[2], pos + it.k)
 
 \* insert() on one rank: << rank state, nodes _inc_hit_count wants written >>.
+\* (victim_order = "lru": the nodes the walk met and the new leaf are touched last.)
 InsertOnRank(rs, req) ==
     LET path == ReqPages[req]
-        w == InsertWalk(rs, Walk(rs, req), << >>, 0)
+        items == Walk(rs, req)
+        w == InsertWalk(rs, items, << >>, 0)
         rs1 == w[1]  pos == w[3]
+        met == [i \in DOMAIN items |-> IF items[i].split >= 0 THEN items[i].split ELSE items[i].end]
     IN  IF pos < Len(path)
         THEN LET rs2 == AddNode(rs1, path[pos + 1], path[Len(path)], NewNode(path[pos + 1]))
                  rs3 == [rs2 EXCEPT !.dev_free = @ - (Len(path) - pos)]
-             IN  Hit(rs3, path[Len(path)], w[2])
-        ELSE << rs1, w[2] >>
+                 h == Hit(rs3, path[Len(path)], w[2])
+             IN  << TouchLru(h[1], Append(met, path[Len(path)])), h[2] >>
+        ELSE << TouchLru(rs1, met), w[2] >>
 
 StageWrite(rs, e, need) ==
     LET n == rs.nodes[e]
@@ -323,11 +327,15 @@ LastTouched(rs) ==
 
 Touch(rs, e) == [rs EXCEPT !.clock = Append(SelectSeq(@, LAMBDA x : x # e /\ Live(rs, x)), e)]
 
-\* A rank touches a device leaf on its own: only its local clock moves.
+\* Nodes whose local touch can matter: the CP planner's device victims, or under
+\* victim_order = "lru" the host leaves evict_host chooses from.
+Touchable(rs) == IF CpPlanner THEN DeviceLeaves(rs) ELSE {e \in LiveNodes(rs) : IsHostLeaf(rs, e)}
+
+\* A rank touches a node on its own: only its local clock moves.
 local_access(r, e) ==
-    /\ CpPlanner
+    /\ CpPlanner \/ Lru
     /\ Live(ranks[r], e)
-    /\ e \in DeviceLeaves(ranks[r])
+    /\ e \in Touchable(ranks[r])
     /\ LastTouched(ranks[r]) # e
     /\ ranks' = [ranks EXCEPT ![r] = Touch(@, e)]
     /\ UNCHANGED << store, hung, halted >>
@@ -352,7 +360,7 @@ LoadBackOnRank(rs0, e) ==
         rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF x \in cs
                                              THEN [rs.nodes[x] EXCEPT !.dev = LOADING, !.lbp = TRUE]
                                              ELSE rs.nodes[x]])]
-        rs2 == LockPath(rs1, e, 1)
+        rs2 == TouchLru(LockPath(rs1, e, 1), chain)
     IN  [rs2 EXCEPT !.dev_free = @ - total,
                     !.lq = Append(@, << rs2.nodes[chain[1]].start, e >>)]
 
@@ -433,7 +441,9 @@ PlanFrom(rs, cands, want, tokens, plan) ==
 \* Pick candidates in key order until the pool deficit is covered.
 PreparePlan(rs) ==
     IF Deficit(rs) = 0 \/ rs.closed THEN << >>
-    ELSE PlanFrom(rs, Sorted(ReleaseCandidates(rs)), Deficit(rs), 0, << >>)
+    ELSE PlanFrom(rs, IF Lru THEN SelectSeq(VictimOrderOf(rs), LAMBDA e : IsRedundantMirror(rs, e))
+                      ELSE Sorted(ReleaseCandidates(rs)),
+                  Deficit(rs), 0, << >>)
 
 \* The entries of last round's plan that are still release candidates, judged
 \* before this round's acks (durable marks are per rank: a stale entry can be live
@@ -605,8 +615,9 @@ FinishPrefetch(rs, i, completed) ==
         have == Max({h \in 0 .. Len(fetched) : \A j \in 1 .. h : rs.owner[fetched[j]] >= 0})
         rs1 == IF have > 0 THEN EnsureBoundary(rs, fetched[have]) ELSE rs
         rs2 == IF have < Len(fetched)
-               THEN AddNode(rs1, fetched[have + 1], fetched[Len(fetched)],
-                            [NoNode EXCEPT !.start = fetched[have + 1], !.host = HOST_RESIDENT])
+               THEN TouchLru(AddNode(rs1, fetched[have + 1], fetched[Len(fetched)],
+                                     [NoNode EXCEPT !.start = fetched[have + 1], !.host = HOST_RESIDENT]),
+                             << fetched[Len(fetched)] >>)
                ELSE rs1
         tail == n - completed
         freeNow == have + (IF Has("prefetch-double-free") THEN tail ELSE 0)
@@ -706,7 +717,7 @@ OtherStep ==
     \/ \E i \in 1 .. Len(ranks[0].pq) : check_prefetch_progress(i)
     \/ Fault("store_loss") /\ \E r \in RankIds, p \in Pages : store_lose(r, p)
     \/ Fault("registry_skew") /\ \E r \in RankIds : registry_skew(r)
-    \/ CpPlanner /\ \E r \in RankIds, e \in Pages : local_access(r, e)
+    \/ (CpPlanner \/ Lru) /\ \E r \in RankIds, e \in Pages : local_access(r, e)
 
 Next ==
     /\ InBounds
@@ -759,7 +770,7 @@ prefix_closed ==
 \* 6. replicas identical unless halted or a pending digest check will catch it
 Replica(rs) ==
     << rs.owner, rs.nodes, rs.dev_free, rs.host_free, rs.wq, rs.lq, rs.sq, rs.pq, rs.relq,
-       rs.closed, rs.running >>
+       rs.closed, rs.running, rs.lru >>
 
 rank_agreement ==
     \/ halted # "" \/ hung # "" \/ NumRanks < 2

@@ -30,6 +30,7 @@ CONSTANTS
     Variants,          \* set of bug-variant names (spec/variants.py)
     LoadBackThreshold, \* load-backs of fewer tokens are refused
     PageSize,          \* tokens per page
+    VictimOrder,       \* "path" | "lru": the order host-side victims are taken in
     RequestLocks       \* running requests lock their matched device prefix
 
 -----------------------------------------------------------------------------
@@ -85,6 +86,7 @@ ASSUME /\ NumRanks >= 1
        /\ DigestBits \in 2 .. 30      \* TLC integers are 32-bit
        /\ PrefetchStop \in {"best_effort", "wait_complete"}
        /\ PageSize >= 1 /\ LoadBackThreshold >= 1
+       /\ VictimOrder \in {"path", "lru"}
 
 \* Constant tables: TLC evaluates each once.
 Parent == TLCEval([p \in Pages |-> IF Depth(p) = 1 THEN -1
@@ -111,6 +113,7 @@ WriteBack == Policy = "write_back"
 WriteThreshold == IF Policy = "write_through_selective" THEN 2 ELSE 1
 Has(v) == v \in Variants
 Fault(f) == f \in Faults
+Lru == VictimOrder = "lru"
 TracksDigest == WriteBack /\ DuplicateReclaim /\ NumRanks > 1
 MirrorReleaseOn == MirrorRelease /\ Storage /\ ~WriteBack /\ ~Has("host-starvation")
 

@@ -22,6 +22,9 @@ NoNode == [start |-> -1, dev |-> ABSENT, host |-> ABSENT, lock |-> 0, href |-> 0
            hits |-> 0, lbp |-> FALSE, rel |-> FALSE]
 NewNode(start) == [NoNode EXCEPT !.start = start, !.dev = RESIDENT]
 
+\* lru (victim_order = "lru"): live node ends, least recently used first, by the
+\* replicated logical clock; clock is then the rank's wall-clock order of the same touches
+\* and its own local ones.
 \* running[req]: the node end request req locked, -1 when it is not running (the
 \* spec's sorted tuple of (request, end) pairs, one per running request).
 EmptyRank ==
@@ -30,7 +33,7 @@ EmptyRank ==
      wq |-> << >>, wdone |-> 0, lq |-> << >>, ldone |-> 0, sq |-> << >>, sdone |-> << >>,
      pq |-> << >>, pdone |-> << >>, relq |-> << >>, plan |-> << >>, mismatch |-> 0,
      closed |-> FALSE, dups |-> << >>, digest |-> << >>, clock |-> << >>,
-     running |-> TLCEval([i \in Reqs |-> -1])]
+     lru |-> << >>, running |-> TLCEval([i \in Reqs |-> -1])]
 
 -----------------------------------------------------------------------------
 (* Tree queries (spec/state.py).                                           *)
@@ -109,6 +112,30 @@ RegisterDuplicate(rs, e) ==
     THEN rs
     ELSE [rs EXCEPT !.dups = Append(@, e)]
 
+-----------------------------------------------------------------------------
+(* Access order (victim_order = "lru", spec/tree.py touch).                *)
+
+Moved(order, es) == SelectSeq(order, LAMBDA x : ~InSeq(x, es)) \o es
+
+\* The nodes a replicated step accessed become the most recent, in access order.
+TouchLru(rs, es) ==
+    IF ~Lru \/ es = << >> THEN rs
+    ELSE [rs EXCEPT !.lru = Moved(@, es), !.clock = Moved(@, es)]
+
+\* A split's upper half `at` copies `end`'s stamp, just before it.
+CopyStamp(order, end, at) ==
+    LET i == CHOOSE j \in DOMAIN order : order[j] = end
+    IN  SubSeq(order, 1, i - 1) \o << at >> \o SubSeq(order, i, Len(order))
+
+\* The order host-side victims are taken in: the replicated LRU order, or (variant
+\* lru-local-clock) the rank's wall-clock order.
+VictimOrderOf(rs) == IF Has("lru-local-clock") THEN rs.clock ELSE rs.lru
+
+\* The first victim of a nonempty set of live nodes.
+FirstVictim(rs, S) == IF Lru THEN SelectSeq(VictimOrderOf(rs), LAMBDA x : x \in S)[1] ELSE Min(S)
+
+-----------------------------------------------------------------------------
+
 \* _split_node: cut node `e` after page `at`; the upper half ends at `at`.
 SplitNode(rs, e, at) ==
     LET old == rs.nodes[e]
@@ -118,7 +145,9 @@ SplitNode(rs, e, at) ==
                              !.lbp = IF Has("split-drops-pending-mark") THEN FALSE ELSE old.lbp]
         rs1 == AddNode(rs, old.start, at, upper)
         rs2 == [rs1 EXCEPT !.nodes[e] = [old EXCEPT !.start = lowerStart]]
-    IN  RegisterDuplicate(rs2, at)
+        rs3 == IF Lru THEN [rs2 EXCEPT !.lru = CopyStamp(@, e, at), !.clock = CopyStamp(@, e, at)]
+               ELSE rs2
+    IN  RegisterDuplicate(rs3, at)
 
 EnsureBoundary(rs, page) ==
     LET e == rs.owner[page] IN IF e >= 0 /\ e # page THEN SplitNode(rs, e, page) ELSE rs
@@ -129,7 +158,9 @@ RemoveNodes(rs, ends) ==
     IN  [rs EXCEPT !.owner = TLCEval([p \in Pages |-> IF p \in ps THEN -1 ELSE rs.owner[p]]),
                    !.nodes = TLCEval([p \in Pages |-> IF p \in ends THEN NoNode ELSE rs.nodes[p]]),
                    !.durable = @ \ ps,
-                   !.dups = SelectSeq(@, LAMBDA d : d \notin ends)]
+                   !.dups = SelectSeq(@, LAMBDA d : d \notin ends),
+                   !.lru = IF Lru THEN SelectSeq(@, LAMBDA d : d \notin ends) ELSE @,
+                   !.clock = IF Lru THEN SelectSeq(@, LAMBDA d : d \notin ends) ELSE @]
 
 \* inc_lock_ref / dec_lock_ref: every node from e up to the root.
 LockPath(rs, e, delta) ==
@@ -215,13 +246,13 @@ ReclaimDuplicates(rs, need) ==
              ELSE LET p2 == ReclaimPass(p1[1], p1[1].dups, need, p1[2], FALSE)
                   IN  << p2[1], p2[2] >>
 
-\* LRU host leaves (lowest end page first) until `need` pages are freed.
+\* Host leaves in victim order (lowest end page first, or LRU) until `need` pages are freed.
 RECURSIVE EvictHostLeaves(_, _, _)
 EvictHostLeaves(rs, need, freed) ==
     IF freed >= need THEN rs
     ELSE LET leaves == {e \in LiveNodes(rs) : IsHostLeaf(rs, e) /\ rs.nodes[e].href = 0}
          IN  IF leaves = {} THEN rs
-             ELSE LET v == Min(leaves)  size == NodeLen(rs, v)
+             ELSE LET v == FirstVictim(rs, leaves)  size == NodeLen(rs, v)
                   IN  EvictHostLeaves([RemoveNodes(rs, {v}) EXCEPT !.host_free = rs.host_free + size],
                                       need, freed + size)
 
