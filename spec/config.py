@@ -112,7 +112,7 @@ class Config:
     victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", twin="VictimOrder",
                                  symmetry=False, proofs=False)
     slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
-                           symmetry=False, proofs=False)
+                           twin="Slots", symmetry=False, proofs=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
                                    "(lock_request / unlock_request)", twin="RequestLocks", symmetry=False,
                                    proofs=False)

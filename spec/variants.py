@@ -275,7 +275,6 @@ VARIANTS = {
             "slot_ownership",
             action="insert",
             proof=THEOREM + "split_slice_off_by_one_witness",
-            twin=False,
             catalogue=False,
         ),
     ]

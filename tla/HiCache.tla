@@ -121,8 +121,9 @@ InsertWalk(rs, items, toWrite, pos) ==
              rs0 == IF it.split >= 0 THEN SplitNode(rs, it.end, it.split) ELSE rs
              e == IF it.split >= 0 THEN it.split ELSE it.end
          IN  IF rs0.nodes[e].dev = ABSENT
-             THEN InsertWalk(RegisterDuplicate([rs0 EXCEPT !.nodes[e].dev = RESIDENT,
-                                                           !.dev_free = @ - it.k], e),
+             THEN InsertWalk(RegisterDuplicate(TakeSlots([rs0 EXCEPT !.nodes[e].dev = RESIDENT,
+                                                                     !.dev_free = @ - it.k],
+                                                         "d", NodePages(rs0, e)), e),
                              Tail(items), toWrite, pos + it.k)
              ELSE LET h == Hit(rs0, e, toWrite)
                   IN  InsertWalk(h[1], Tail(items), h[2], pos + it.k)
@@ -137,15 +138,17 @@ InsertOnRank(rs, req) ==
         met == [i \in DOMAIN items |-> IF items[i].split >= 0 THEN items[i].split ELSE items[i].end]
     IN  IF pos < Len(path)
         THEN LET rs2 == AddNode(rs1, path[pos + 1], path[Len(path)], NewNode(path[pos + 1]))
-                 rs3 == [rs2 EXCEPT !.dev_free = @ - (Len(path) - pos)]
+                 rs3 == TakeSlots([rs2 EXCEPT !.dev_free = @ - (Len(path) - pos)],
+                                  "d", Chain(path[pos + 1], path[Len(path)]))
                  h == Hit(rs3, path[Len(path)], w[2])
              IN  << TouchLru(h[1], Append(met, path[Len(path)])), h[2] >>
         ELSE << TouchLru(rs1, met), w[2] >>
 
 StageWrite(rs, e, need) ==
     LET n == rs.nodes[e]
-    IN  [rs EXCEPT !.host_free = @ - need, !.wq = Append(@, << n.start, e >>),
-                   !.nodes[e] = [n EXCEPT !.host = WRITING, !.lock = @ + 1]]
+    IN  [TakeSlots(rs, "h", NodePages(rs, e))
+         EXCEPT !.host_free = @ - need, !.wq = Append(@, << n.start, e >>),
+                !.nodes[e] = [n EXCEPT !.host = WRITING, !.lock = @ + 1]]
 
 \* write_backup for the i-th node some rank wants staged, then the rest.
 RECURSIVE WriteBackupFrom(_, _, _, _)
@@ -229,7 +232,9 @@ writing_check ==
 (* evict (spec/eviction.py).                                               *)
 
 \* _evict_backuped: free the device copy; the host copy stays.
-Demote(rs, e) == [rs EXCEPT !.dev_free = @ + NodeLen(rs, e), !.nodes[e].dev = ABSENT]
+Demote(rs, e) ==
+    [GiveSlots(rs, "d", Range(NodePages(rs, e))) EXCEPT !.dev_free = @ + NodeLen(rs, e),
+                                                       !.nodes[e].dev = ABSENT]
 
 \* Every node below e is host-only and free of references.
 Prunable(rs, e) ==
@@ -239,7 +244,10 @@ Prunable(rs, e) ==
 Delete(rs, e) ==
     LET below == Subtree(rs, e) \ {e}
         freedHost == IF Has("orphan-host-subtree") THEN 0 ELSE SumLenSet(rs, below)
-    IN  RemoveNodes([rs EXCEPT !.dev_free = @ + NodeLen(rs, e), !.host_free = @ + freedHost],
+        rs1 == GiveSlots(rs, "d", Range(NodePages(rs, e)))
+        rs2 == IF Has("orphan-host-subtree") THEN rs1
+               ELSE GiveSlots(rs1, "h", {p \in Pages : rs.owner[p] \in below})
+    IN  RemoveNodes([rs2 EXCEPT !.dev_free = @ + NodeLen(rs, e), !.host_free = @ + freedHost],
                     {e} \cup below)
 
 EvictOnRank(rs, e) ==
@@ -251,8 +259,9 @@ EvictOnRank(rs, e) ==
 \* write_back: stage the node to host (blocking writing_check), then demote.
 StageAndDemote(rs, e, need) ==
     LET n == rs.nodes[e]
-        rs1 == [rs EXCEPT !.host_free = @ - need,
-                          !.nodes[e] = [n EXCEPT !.host = HOST_RESIDENT,
+        rs1 == [TakeSlots(rs, "h", NodePages(rs, e))
+                EXCEPT !.host_free = @ - need,
+                       !.nodes[e] = [n EXCEPT !.host = HOST_RESIDENT,
                                                  !.href = @ + (IF Storage THEN 1 ELSE 0)]]
         rs2 == RegisterDuplicate(rs1, e)
         rs3 == IF Storage THEN [rs2 EXCEPT !.sq = Append(@, << n.start, e >>)] ELSE rs2
@@ -315,9 +324,10 @@ RECURSIVE EvictVictims(_, _)
 EvictVictims(rs, victims) ==
     IF victims = << >> THEN rs
     ELSE LET e == Head(victims)  size == NodeLen(rs, e)
+             rs0 == GiveSlots(rs, "d", Range(NodePages(rs, e)))
              rs1 == IF rs.nodes[e].host = HOST_RESIDENT
-                    THEN [rs EXCEPT !.nodes[e].dev = ABSENT, !.dev_free = @ + size]
-                    ELSE [RemoveNodes(rs, {e}) EXCEPT !.dev_free = @ + size]
+                    THEN [rs0 EXCEPT !.nodes[e].dev = ABSENT, !.dev_free = @ + size]
+                    ELSE [RemoveNodes(rs0, {e}) EXCEPT !.dev_free = @ + size]
          IN  EvictVictims(rs1, Tail(victims))
 
 \* The most recently touched live node of the rank, -1 if none.
@@ -361,7 +371,8 @@ LoadBackOnRank(rs0, e) ==
                                              THEN [rs.nodes[x] EXCEPT !.dev = LOADING, !.lbp = TRUE]
                                              ELSE rs.nodes[x]])]
         rs2 == TouchLru(LockPath(rs1, e, 1), chain)
-    IN  [rs2 EXCEPT !.dev_free = @ - total,
+    IN  [TakeSlots(rs2, "d", Chain(rs2.nodes[chain[1]].start, e))
+         EXCEPT !.dev_free = @ - total,
                     !.lq = Append(@, << rs2.nodes[chain[1]].start, e >>)]
 
 CanLoadBack(rs, e) ==
@@ -524,9 +535,11 @@ DrainEffect(rks) ==
         commit == TLCEval([r \in RankIds |-> IF MirrorReleaseOn THEN Committable(rks[r]) ELSE << >>])
         drained == TLCEval([r \in RankIds |->
                       LET rs == AckBackups(rks[r], r, 1, completed)
-                      IN  [rs EXCEPT !.sq = SubSeq(@, nb + 1, Len(@)),
+                      IN  [ReleaseSlots(rs, Flatten(SubSeq(rs.rslots, 1, nr)))
+                           EXCEPT !.sq = SubSeq(@, nb + 1, Len(@)),
                                      !.sdone = SubSeq(@, nb + 1, Len(@)),
                                      !.relq = SubSeq(@, nr + 1, Len(@)),
+                                     !.rslots = IF Slots THEN SubSeq(@, nr + 1, Len(@)) ELSE @,
                                      !.host_free = @ + SumSeq(SubSeq(rs.relq, 1, nr))]])
     IN  IF MirrorReleaseOn THEN ReleaseRound(drained, commit) ELSE drained
 
@@ -584,9 +597,11 @@ PrefetchEffect(req, a, fail) ==
         alloc == AllocateHost(TLCEval([r \in RankIds |-> Protect(ranks[r], anchor, 1)]), n, fail, TRUE)
     IN  TLCEval([r \in RankIds |->
                    IF alloc[2][r]
-                   THEN [alloc[1][r] EXCEPT !.host_free = @ - n,
-                                            !.pq = Append(@, << req, anchor, k, n >>),
-                                            !.pdone = Append(@, NOT_DONE)]
+                   THEN LET got == ReserveSlots(alloc[1][r], n)
+                        IN  [got[1] EXCEPT !.host_free = @ - n,
+                                           !.pq = Append(@, << req, anchor, k, n >>),
+                                           !.pdone = Append(@, NOT_DONE),
+                                           !.pslots = IF Slots THEN Append(@, got[2]) ELSE @]
                    ELSE Protect(alloc[1][r], anchor, -1)])
 
 prefetch_from_storage(req, fail) ==
@@ -621,7 +636,15 @@ FinishPrefetch(rs, i, completed) ==
                ELSE rs1
         tail == n - completed
         freeNow == have + (IF Has("prefetch-double-free") THEN tail ELSE 0)
-        rs3 == [rs2 EXCEPT !.host_free = @ + freeNow,
+        held == IF Slots THEN rs.pslots[i] ELSE << >>
+        rsS == IF ~Slots THEN rs2
+               ELSE LET a == AdoptSlots(rs2, Slice(fetched, have, Len(fetched)), Slice(held, have, completed))
+                        b == ReleaseSlots(a, Slice(held, 0, have)
+                                             \o (IF Has("prefetch-double-free") THEN Slice(held, completed, Len(held))
+                                                 ELSE << >>))
+                    IN  [b EXCEPT !.pslots = RemoveAt(@, i),
+                                  !.rslots = IF tail # 0 THEN Append(@, Slice(held, completed, Len(held))) ELSE @]
+        rs3 == [rsS EXCEPT !.host_free = @ + freeNow,
                            !.relq = IF tail # 0 THEN Append(@, tail) ELSE @,
                            !.pq = RemoveAt(@, i),
                            !.pdone = RemoveAt(@, i)]
@@ -766,6 +789,30 @@ slot_conservation == \A r \in RankIds : PoolsBalance(ranks[r])
 prefix_closed ==
     \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
         LET above == Parent[ranks[r].nodes[e].start] IN above < 0 \/ ranks[r].owner[above] >= 0
+
+\* 3, with slot identities: each slot has at most one owner, no owned slot is free,
+\* every slot is owned or free, and the free counter counts distinct free slots.
+SlotsOwned(held, free, count, cap) ==
+    /\ \A i \in DOMAIN held : held[i] >= 0
+    /\ Cardinality(Range(held)) = Len(held)
+    /\ Range(held) \cap free = {}
+    /\ Range(held) \cup free = 0 .. cap - 1
+    /\ count = Cardinality(free)
+
+\* The slots of the pages of live nodes whose copy in the pool is not ABSENT.
+HeldSlots(rs, slot, tier) ==
+    LET ps == Sorted({p \in Pages : rs.owner[p] >= 0 /\ tier[rs.owner[p]] # ABSENT})
+    IN  [i \in DOMAIN ps |-> slot[ps[i]]]
+
+slot_ownership ==
+    \/ ~Slots
+    \/ \A r \in RankIds :
+         LET rs == ranks[r] IN
+         /\ SlotsOwned(HeldSlots(rs, rs.dslot, [e \in Pages |-> rs.nodes[e].dev]),
+                       rs.dfree, rs.dev_free, DevicePages)
+         /\ SlotsOwned(HeldSlots(rs, rs.hslot, [e \in Pages |-> rs.nodes[e].host])
+                          \o Flatten(rs.pslots) \o Flatten(rs.rslots),
+                       rs.hfree, rs.host_free, HostPages)
 
 \* 6. replicas identical unless halted or a pending digest check will catch it
 Replica(rs) ==

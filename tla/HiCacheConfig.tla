@@ -31,6 +31,7 @@ CONSTANTS
     LoadBackThreshold, \* load-backs of fewer tokens are refused
     PageSize,          \* tokens per page
     VictimOrder,       \* "path" | "lru": the order host-side victims are taken in
+    Slots,             \* slot identities: which slot holds each page, free slot sets
     RequestLocks       \* running requests lock their matched device prefix
 
 -----------------------------------------------------------------------------
@@ -54,6 +55,12 @@ RemoveAt(s, i) == SubSeq(s, 1, i - 1) \o SubSeq(s, i + 1, Len(s))
 
 RECURSIVE SumSeq(_)
 SumSeq(s) == IF s = << >> THEN 0 ELSE Head(s) + SumSeq(Tail(s))
+
+\* Python's s[a:b] (0-based, clamped to the sequence).
+Slice(s, a, b) == SubSeq(s, a + 1, Min2(b, Len(s)))
+
+RECURSIVE Flatten(_)
+Flatten(ss) == IF ss = << >> THEN << >> ELSE Head(ss) \o Flatten(Tail(ss))
 
 RECURSIVE Sorted(_)
 Sorted(S) == IF S = {} THEN << >> ELSE << Min(S) >> \o Sorted(S \ {Min(S)})

@@ -25,6 +25,9 @@ NewNode(start) == [NoNode EXCEPT !.start = start, !.dev = RESIDENT]
 \* lru (victim_order = "lru"): live node ends, least recently used first, by the
 \* replicated logical clock; clock is then the rank's wall-clock order of the same touches
 \* and its own local ones.
+\* Slots only (spec/slots.py): dslot / hslot[p] the device / host slot of page p (-1:
+\* none), dfree / hfree the free slots (the spec's bitmasks as sets), pslots / rslots the
+\* host slots each prefetch / release-queue entry holds.
 \* running[req]: the node end request req locked, -1 when it is not running (the
 \* spec's sorted tuple of (request, end) pairs, one per running request).
 EmptyRank ==
@@ -33,7 +36,11 @@ EmptyRank ==
      wq |-> << >>, wdone |-> 0, lq |-> << >>, ldone |-> 0, sq |-> << >>, sdone |-> << >>,
      pq |-> << >>, pdone |-> << >>, relq |-> << >>, plan |-> << >>, mismatch |-> 0,
      closed |-> FALSE, dups |-> << >>, digest |-> << >>, clock |-> << >>,
-     lru |-> << >>, running |-> TLCEval([i \in Reqs |-> -1])]
+     lru |-> << >>, running |-> TLCEval([i \in Reqs |-> -1]),
+     dslot |-> TLCEval([p \in Pages |-> -1]), hslot |-> TLCEval([p \in Pages |-> -1]),
+     dfree |-> IF Slots THEN 0 .. DevicePages - 1 ELSE {},
+     hfree |-> IF Slots THEN 0 .. HostPages - 1 ELSE {},
+     pslots |-> << >>, rslots |-> << >>]
 
 -----------------------------------------------------------------------------
 (* Tree queries (spec/state.py).                                           *)
@@ -113,6 +120,53 @@ RegisterDuplicate(rs, e) ==
     ELSE [rs EXCEPT !.dups = Append(@, e)]
 
 -----------------------------------------------------------------------------
+(* Slot identities (spec/slots.py): allocation takes the lowest free slots, *)
+(* assigned to the pages in path order.  No-ops without Slots.             *)
+
+LowestSlots(free, n) == SubSeq(Sorted(free), 1, Min2(n, Cardinality(free)))
+
+\* owner with the i-th page of `pages` given the i-th slot of `got` (zip: the shorter wins).
+Assign(owner, pages, got) ==
+    LET n == Min2(Len(pages), Len(got))
+        at == {pages[i] : i \in 1 .. n}
+    IN  [p \in Pages |-> IF p \in at THEN got[CHOOSE i \in 1 .. n : pages[i] = p] ELSE owner[p]]
+
+\* Give the pages (a sequence) the lowest free slots of pool "d" or "h".
+TakeSlots(rs, pool, pages) ==
+    IF ~Slots THEN rs
+    ELSE IF pool = "d"
+    THEN LET got == LowestSlots(rs.dfree, Len(pages))
+         IN  [rs EXCEPT !.dslot = Assign(@, pages, got), !.dfree = @ \ Range(got)]
+    ELSE LET got == LowestSlots(rs.hfree, Len(pages))
+         IN  [rs EXCEPT !.hslot = Assign(@, pages, got), !.hfree = @ \ Range(got)]
+
+\* Return the slots of a set of pages to the pool's free set.
+GiveSlots(rs, pool, ps) ==
+    IF ~Slots THEN rs
+    ELSE IF pool = "d"
+    THEN [rs EXCEPT !.dfree = @ \cup {rs.dslot[p] : p \in {q \in ps : rs.dslot[q] >= 0}},
+                    !.dslot = [p \in Pages |-> IF p \in ps THEN -1 ELSE @[p]]]
+    ELSE [rs EXCEPT !.hfree = @ \cup {rs.hslot[p] : p \in {q \in ps : rs.hslot[q] >= 0}},
+                    !.hslot = [p \in Pages |-> IF p \in ps THEN -1 ELSE @[p]]]
+
+\* A prefetch reserves n host slots: << rank state, slots >>.
+ReserveSlots(rs, n) ==
+    IF ~Slots THEN << rs, << >> >>
+    ELSE LET got == LowestSlots(rs.hfree, n) IN << [rs EXCEPT !.hfree = @ \ Range(got)], got >>
+
+ReleaseSlots(rs, got) == IF ~Slots THEN rs ELSE [rs EXCEPT !.hfree = @ \cup Range(got)]
+
+\* Reserved host slots become the host copies of the pages (a prefetch inserted).
+AdoptSlots(rs, pages, got) == IF ~Slots THEN rs ELSE [rs EXCEPT !.hslot = Assign(@, pages, got)]
+
+\* Variant split-slice-off-by-one: the lower half's device slots are sliced one page
+\* early: its first page takes the upper half's last slot, its own last slot is lost.
+SplitSlots(rs, lower, at) ==
+    IF ~Slots THEN rs
+    ELSE LET old == << rs.dslot[at] >> \o [i \in DOMAIN lower |-> rs.dslot[lower[i]]]
+         IN  [rs EXCEPT !.dslot = Assign(@, lower, old)]
+
+-----------------------------------------------------------------------------
 (* Access order (victim_order = "lru", spec/tree.py touch).                *)
 
 Moved(order, es) == SelectSeq(order, LAMBDA x : ~InSeq(x, es)) \o es
@@ -145,9 +199,11 @@ SplitNode(rs, e, at) ==
                              !.lbp = IF Has("split-drops-pending-mark") THEN FALSE ELSE old.lbp]
         rs1 == AddNode(rs, old.start, at, upper)
         rs2 == [rs1 EXCEPT !.nodes[e] = [old EXCEPT !.start = lowerStart]]
-        rs3 == IF Lru THEN [rs2 EXCEPT !.lru = CopyStamp(@, e, at), !.clock = CopyStamp(@, e, at)]
-               ELSE rs2
-    IN  RegisterDuplicate(rs3, at)
+        rs3 == IF Has("split-slice-off-by-one") /\ old.dev # ABSENT
+               THEN SplitSlots(rs2, Chain(lowerStart, e), at) ELSE rs2
+        rs4 == IF Lru THEN [rs3 EXCEPT !.lru = CopyStamp(@, e, at), !.clock = CopyStamp(@, e, at)]
+               ELSE rs3
+    IN  RegisterDuplicate(rs4, at)
 
 EnsureBoundary(rs, page) ==
     LET e == rs.owner[page] IN IF e >= 0 /\ e # page THEN SplitNode(rs, e, page) ELSE rs
@@ -170,7 +226,8 @@ LockPath(rs, e, delta) ==
                                                        ELSE rs.nodes[x]])]
 
 FreeNodeHost(rs, e) ==
-    [rs EXCEPT !.host_free = @ + NodeLen(rs, e), !.nodes[e].host = ABSENT]
+    [GiveSlots(rs, "h", Range(NodePages(rs, e))) EXCEPT !.host_free = @ + NodeLen(rs, e),
+                                                        !.nodes[e].host = ABSENT]
 
 -----------------------------------------------------------------------------
 (* Digests (spec/digest.py).  TLC integers are 32-bit, so products are     *)
@@ -253,7 +310,8 @@ EvictHostLeaves(rs, need, freed) ==
     ELSE LET leaves == {e \in LiveNodes(rs) : IsHostLeaf(rs, e) /\ rs.nodes[e].href = 0}
          IN  IF leaves = {} THEN rs
              ELSE LET v == FirstVictim(rs, leaves)  size == NodeLen(rs, v)
-                  IN  EvictHostLeaves([RemoveNodes(rs, {v}) EXCEPT !.host_free = rs.host_free + size],
+                  IN  EvictHostLeaves([RemoveNodes(GiveSlots(rs, "h", Range(NodePages(rs, v))), {v})
+                                          EXCEPT !.host_free = rs.host_free + size],
                                       need, freed + size)
 
 \* evict_host(need): free at least `need` host pages if it can.
