@@ -71,8 +71,8 @@ class Config:
     cp_planner: bool = constant(False, "seed 004's CP load-back planner", twin="CpPlanner", proofs=False)
     # Owner lanes of the CP device pool (seed 004): a page's lane is its path position mod
     # cp_lanes; the planner covers a per-lane deficit (spec/cp_planner.py).
-    cp_lanes: int = constant(1, "CP owner lanes of the device pool", proofs=False, symmetry=False,
-                             bounds=(1, 8))
+    cp_lanes: int = constant(1, "CP owner lanes of the device pool", twin="CpLanes", proofs=False,
+                             symmetry=False, bounds=(1, 8))
     faults: frozenset = constant(frozenset(), "environment faults (FAULTS)", twin="Faults")
     # Mirror release: release only while host_free < host_free_target (pool pressure).
     host_free_target: int = constant(1, "mirror release target", twin="HostFreeTarget", bounds=(0, 64))
@@ -85,10 +85,10 @@ class Config:
                                   proofs=False)
     # Seed 000's durable LRU (spec/durable.py): its bound in pages (0: unbounded) and the
     # anti-churn age gate in drain rounds (0: a fully durable node is never staged again).
-    durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", proofs=False,
-                                     symmetry=False, bounds=(0, 64))
-    refresh_rounds: int = constant(0, "anti-churn age gate in drain rounds (0: none)", proofs=False,
-                                   symmetry=False, bounds=(0, 8))
+    durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", twin="DurableCapacity",
+                                     proofs=False, symmetry=False, bounds=(0, 64))
+    refresh_rounds: int = constant(0, "anti-churn age gate in drain rounds (0: none)", twin="RefreshRounds",
+                                   proofs=False, symmetry=False, bounds=(0, 8))
     # Bounds that keep the state space finite.
     max_lock: int = constant(3, "lock/reference bound", twin="MaxLock", bounds=(1, 16))
     variants: frozenset = constant(frozenset(), "bug variants (spec/variants.py)", twin="Variants")

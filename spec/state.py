@@ -105,7 +105,7 @@ class RankState(NamedTuple):
 
 # RankState fields the TLA+ twin does not have: only options it refuses (spec/config.py,
 # twin="") make them differ from their default, so in every model it checks they are empty.
-TWINLESS_FIELDS = frozenset({"dlru"})
+TWINLESS_FIELDS = frozenset()
 
 
 class State(NamedTuple):

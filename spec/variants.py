@@ -211,7 +211,7 @@ VARIANTS = {
             "the least recent from the bounded LRU) before the agreed plan is committed "
             "with its live re-check",
             "rank_agreement",
-            action="drain_storage_control_queues", breaks_rank_symmetry=True, twin=False,
+            action="drain_storage_control_queues", breaks_rank_symmetry=True,
             proof=OUT_OF_SCOPE + " needs the bounded durable LRU (durable_capacity), which the proofs do not encode",
             catalogue=False,
         ),

@@ -109,7 +109,7 @@ Hit(rs, e, toWrite) ==
     ELSE LET n == rs.nodes[e]
              hits == Min2(n.hits + 1, WriteThreshold)
              rs1 == [rs EXCEPT !.nodes[e].hits = hits]
-             churnGuard == MirrorRelease /\ AllDurable(rs1, e)
+             churnGuard == MirrorRelease /\ AllDurable(rs1, e) /\ Fresh(rs1, e)
          IN  << rs1, IF n.host = ABSENT /\ hits >= WriteThreshold /\ ~churnGuard
                      THEN Append(toWrite, e) ELSE toWrite >>
 
@@ -175,8 +175,14 @@ InsertEffect(res, fail) ==
         THEN WriteBackupFrom(rks, wanted, fail, 1)
         ELSE rks
 
+\* CP owner lanes (CpLanes > 1): each lane has room for the pages the insert takes.
+LanesFit(rs, req) ==
+    \/ CpLanes = 1
+    \/ ~AnyDeficit(LaneDeficits(rs, {p \in Range(ReqPages[req]) :
+                                       rs.owner[p] < 0 \/ rs.nodes[rs.owner[p]].dev = ABSENT}))
+
 insert(req, fail) ==
-    /\ \A r \in RankIds : InsertDeviceNeed(ranks[r], req) <= ranks[r].dev_free
+    /\ \A r \in RankIds : InsertDeviceNeed(ranks[r], req) <= ranks[r].dev_free /\ LanesFit(ranks[r], req)
     /\ ranks' = InsertEffect(TLCEval([r \in RankIds |-> InsertOnRank(ranks[r], req)]), fail)
     /\ UNCHANGED << store, hung, halted >>
 
@@ -295,29 +301,74 @@ ClockPos(rs, e) ==
     THEN (CHOOSE i \in DOMAIN rs.clock : rs.clock[i] = e) - 1
     ELSE -1
 
-\* Victim order: largest contribution to the remaining deficit first, ties broken by
-\* the end page (the variant: by the rank's local clock first).
-VictimKey(rs, remaining, e) ==
-    LET gain == Min2(NodeLen(rs, e), remaining) IN
-    IF Has("planner-local-tiebreak") THEN << -gain, ClockPos(rs, e), e >> ELSE << -gain, e >>
+\* Seed 004's planner (spec/cp_planner.py plan_victims).  A victim frees its device
+\* copy without a host write: demoted when backed up, deleted when write-through and
+\* childless.
+PBase(rs, e, protected) ==
+    /\ rs.nodes[e].dev # ABSENT
+    /\ rs.nodes[e].lock <= 0
+    /\ e \notin protected
+    /\ rs.nodes[e].host = HOST_RESIDENT \/ (~WriteBack /\ ChildNodes(rs, e) = {})
+
+\* A leaf once the planned victims are evicted.
+LeafAfter(rs, e, planned, protected) ==
+    /\ PBase(rs, e, protected)
+    /\ \A c \in ChildNodes(rs, e) : c \in planned \/ rs.nodes[c].dev = ABSENT
+
+Gain(rs, e, rem) == LET c == LaneCounts(Range(NodePages(rs, e))) IN SumLanes([l \in Lanes |-> Min2(c[l], rem[l])])
+
+\* The nodes above e, nearest first.
+Ancestors(rs, e) == LET ends == PathEnds(rs, e) IN [i \in 1 .. Len(ends) - 1 |-> ends[Len(ends) - i]]
+
+\* Ancestor-unlock credit: the gain of the nearest device ancestor (past evicted ones)
+\* that could be a victim.
+UnlockCredit(rs, e, rem, planned, protected) ==
+    LET anc == Ancestors(rs, e)
+        stop == {j \in DOMAIN anc : \/ anc[j] \in planned
+                                    \/ rs.nodes[anc[j]].dev # ABSENT
+                                       /\ (~PBase(rs, anc[j], protected) \/ Gain(rs, anc[j], rem) > 0)}
+    IN  IF stop = {} THEN 0
+        ELSE LET x == anc[Min(stop)]
+             IN  IF x \in planned \/ ~PBase(rs, x, protected) THEN 0 ELSE Gain(rs, x, rem)
+
+\* Ancestor admission: the nearest ancestor a planned victim makes a leaf, or -1.
+Admitted(rs, v, planned, protected) ==
+    LET anc == Ancestors(rs, v)
+        stop == {j \in DOMAIN anc : \/ anc[j] \in planned
+                                    \/ LeafAfter(rs, anc[j], planned, protected)
+                                    \/ rs.nodes[anc[j]].dev # ABSENT}
+    IN  IF stop = {} THEN -1
+        ELSE LET x == anc[Min(stop)]
+             IN  IF x \notin planned /\ LeafAfter(rs, x, planned, protected) THEN x ELSE -1
+
+\* The order: largest gain, then largest credit, then the end page (the variant: the
+\* rank's local clock before the end page).
+PlanKey(rs, e, rem, planned, protected) ==
+    LET g == Gain(rs, e, rem)
+        u == IF g > 0 THEN 0 ELSE UnlockCredit(rs, e, rem, planned, protected)
+    IN  IF Has("planner-local-tiebreak") THEN << -g, -u, ClockPos(rs, e), e >> ELSE << -g, -u, e >>
 
 \* Lexicographic order on integer tuples of one length.
 KeyLess(a, b) == \E i \in DOMAIN a : a[i] < b[i] /\ \A j \in 1 .. i - 1 : a[j] = b[j]
 
-RECURSIVE PickVictims(_, _, _, _)
-PickVictims(rs, cands, remaining, victims) ==
-    IF remaining <= 0 THEN victims
-    ELSE IF cands = {} THEN << >>
-    ELSE LET best == CHOOSE b \in cands : \A c \in cands \ {b} :
-                         KeyLess(VictimKey(rs, remaining, b), VictimKey(rs, remaining, c))
-         IN  PickVictims(rs, cands \ {best}, remaining - NodeLen(rs, best), Append(victims, best))
+RECURSIVE PlanLoop(_, _, _, _, _, _)
+PlanLoop(rs, protected, pool, planned, victims, rem) ==
+    IF ~AnyDeficit(rem) THEN victims
+    ELSE LET key == TLCEval([e \in {x \in pool : LeafAfter(rs, x, planned, protected)} |->
+                                PlanKey(rs, e, rem, planned, protected)])
+             cands == {e \in DOMAIN key : key[e][1] < 0 \/ key[e][2] < 0}
+         IN  IF cands = {} THEN << >>
+             ELSE LET best == CHOOSE b \in cands : \A c \in cands \ {b} : KeyLess(key[b], key[c])
+                      planned2 == planned \cup {best}
+                      got == LaneCounts(Range(NodePages(rs, best)))
+                      adm == Admitted(rs, best, planned2, protected)
+                  IN  PlanLoop(rs, protected, (pool \ {best}) \cup (IF adm >= 0 THEN {adm} ELSE {}),
+                               planned2, Append(victims, best), [l \in Lanes |-> Max2(0, rem[l] - got[l])])
 
-\* Victims (in order) that free `need` device pages, or << >> if impossible.
-PlanVictims(rs, need, protected) ==
-    LET Freeable(e) == /\ e \notin protected
-                       /\ \/ rs.nodes[e].host = HOST_RESIDENT
-                          \/ ~WriteBack /\ ChildNodes(rs, e) = {}
-    IN  PickVictims(rs, {e \in DeviceLeaves(rs) : Freeable(e)}, need, << >>)
+\* Victims (in eviction order) that cover every lane's deficit, or << >> if impossible.
+PlanVictims(rs, deficits, protected) ==
+    PlanLoop(rs, protected, {e \in DeviceLeaves(rs) : LeafAfter(rs, e, {}, protected)}, {}, << >>,
+             [l \in Lanes |-> Max2(0, deficits[l])])
 
 \* Demote backed victims; delete unbacked write-through leaves.
 RECURSIVE EvictVictims(_, _)
@@ -360,11 +411,15 @@ NodesToLoad(rs, e) ==
         top == {i \in 1 .. n : \A j \in i .. n : rs.nodes[ends[j]].dev = ABSENT}
     IN  IF top = {} THEN << >> ELSE SubSeq(ends, Min(top), n)
 
+\* The pages of the nodes to load.
+ChainPages(rs, chain) == {p \in Pages : rs.owner[p] \in Range(chain)}
+
 LoadBackOnRank(rs0, e) ==
     LET chain == NodesToLoad(rs0, e)
         total == SumLen(rs0, chain)
-        rs == IF total > rs0.dev_free     \* the CP planner evicts first (guard: CpPlanner)
-              THEN EvictVictims(rs0, PlanVictims(rs0, total - rs0.dev_free, PathToRoot(rs0, e)))
+        deficits == LaneDeficits(rs0, ChainPages(rs0, chain))
+        rs == IF AnyDeficit(deficits)     \* the CP planner evicts first (guard: CpPlanner)
+              THEN EvictVictims(rs0, PlanVictims(rs0, deficits, PathToRoot(rs0, e)))
               ELSE rs0
         cs == Range(chain)
         rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF x \in cs
@@ -381,8 +436,9 @@ CanLoadBack(rs, e) ==
     /\ LET chain == NodesToLoad(rs, e)  total == SumLen(rs, chain) IN
        /\ \A i \in DOMAIN chain : rs.nodes[chain[i]].host = HOST_RESIDENT
        /\ total * PageSize >= LoadBackThreshold   \* shorter: the request recomputes it
-       /\ \/ total <= rs.dev_free
-          \/ CpPlanner /\ PlanVictims(rs, total - rs.dev_free, PathToRoot(rs, e)) # << >>
+       /\ LET deficits == LaneDeficits(rs, ChainPages(rs, chain)) IN
+          \/ ~AnyDeficit(deficits)
+          \/ CpPlanner /\ PlanVictims(rs, deficits, PathToRoot(rs, e)) # << >>
 
 load_back(e) ==
     /\ \A r \in RankIds : CanLoadBack(ranks[r], e)
@@ -483,24 +539,21 @@ MirrorWorkPending ==
          /\ ranks[r].plan # << >> \/ (Deficit(ranks[r]) > 0 /\ ReleaseCandidates(ranks[r]) # {})
 
 \* Commit last round's plans if all ranks proposed the same (count, tokens,
-\* digest) triple, by negated pairs; else count a mismatch / fail-close.
-\* Then prepare the next plans.
-ReleaseRound(rks, commit) ==
-    IF \E r \in RankIds : rks[r].closed THEN rks
+\* digest) triple, by negated pairs; else count a mismatch / fail-close:
+\* << ranks, whether the next plans are to be prepared >>.
+CommitRound(rks, commit) ==
+    IF \E r \in RankIds : rks[r].closed THEN << rks, FALSE >>
     ELSE IF Has("release-no-consensus")
-    THEN TLCEval([r \in RankIds |-> ExecutePlan(rks[r], PreparePlan(rks[r]))])
-    ELSE LET anyPlan == \E r \in RankIds : rks[r].plan # << >>
-             triples == TLCEval([r \in RankIds |-> PlanTriple(rks[r], commit[r])])
+    THEN << TLCEval([r \in RankIds |-> ExecutePlan(rks[r], PreparePlan(rks[r]))]), FALSE >>
+    ELSE IF \A r \in RankIds : rks[r].plan = << >> THEN << rks, TRUE >>
+    ELSE LET triples == TLCEval([r \in RankIds |-> PlanTriple(rks[r], commit[r])])
              agree == \A f \in 1 .. 3 : NegatedPairsAgree({triples[r][f] : r \in RankIds})
              mism == rks[0].mismatch + 1
              closeNow == mism >= FailCloseAfter
-             after == IF ~anyPlan THEN rks
-                      ELSE IF agree
-                      THEN TLCEval([r \in RankIds |-> [ExecutePlan(rks[r], commit[r]) EXCEPT !.mismatch = 0]])
-                      ELSE TLCEval([r \in RankIds |-> [rks[r] EXCEPT !.mismatch = mism, !.closed = closeNow,
-                                                                     !.plan = << >>]])
-         IN  IF anyPlan /\ ~agree /\ closeNow THEN after
-             ELSE TLCEval([r \in RankIds |-> [after[r] EXCEPT !.plan = PreparePlan(after[r])]])
+         IN  IF agree
+             THEN << TLCEval([r \in RankIds |-> [ExecutePlan(rks[r], commit[r]) EXCEPT !.mismatch = 0]]), TRUE >>
+             ELSE << TLCEval([r \in RankIds |-> [rks[r] EXCEPT !.mismatch = mism, !.closed = closeNow,
+                                                               !.plan = << >>]]), ~closeNow >>
 
 \* Per ack slot i, what each rank takes as completed (single writer: MIN over the
 \* real acks, the followers' SKIP standing for INT_MAX on the wire).
@@ -509,39 +562,50 @@ SyncedCompleted(rks, i) ==
     ELSE LET real == {rks[r].sdone[i][1] : r \in RankIds} \ {SKIP}
          IN  TLCEval([r \in RankIds |-> IF real = {} THEN 0 ELSE Min(real)])
 
-\* The acks of one rank: release_host, and durable marks for the completed prefix.
-RECURSIVE AckBackups(_, _, _, _)
-AckBackups(rs, r, i, completed) ==
-    IF i > Len(completed) THEN rs
-    ELSE LET op == rs.sq[i]
-             targets == IF Has("split-during-backup")
-                        THEN (IF Live(rs, op[2]) THEN {op[2]} ELSE {})
-                        ELSE Range(NodesCovering(rs, op[1], op[2]))
-             rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF x \in targets
-                                                  THEN [rs.nodes[x] EXCEPT !.href = @ - 1]
-                                                  ELSE rs.nodes[x]])]
-             chain == Chain(op[1], op[2])
-             done == IF Has("durable-on-ack") THEN Len(chain) ELSE completed[i][r]
-             marked == {chain[j] : j \in 1 .. Min2(Max2(done, 0), Len(chain))}
-             rs2 == IF MirrorReleaseOn
-                    THEN [rs1 EXCEPT !.durable = @ \cup {p \in marked : rs1.owner[p] >= 0}]
-                    ELSE rs1
-         IN  AckBackups(rs2, r, i + 1, completed)
+\* One rank's part of the drain: the first nb acks drop their host references
+\* (release_host), the release queue is freed.  The acked ops stay in sq until
+\* their durable marks (MarkRank).
+DrainRank(rs, nb, nr) ==
+    LET Hold(x) == Cardinality({i \in 1 .. nb :
+                       IF Has("split-during-backup") THEN rs.sq[i][2] = x /\ Live(rs, x)
+                       ELSE \E j \in DOMAIN Chain(rs.sq[i][1], rs.sq[i][2]) :
+                                rs.owner[Chain(rs.sq[i][1], rs.sq[i][2])[j]] = x})
+        rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF Live(rs, x)
+                                             THEN [rs.nodes[x] EXCEPT !.href = @ - Hold(x)]
+                                             ELSE rs.nodes[x]])]
+    IN  [ReleaseSlots(rs1, Flatten(SubSeq(rs.rslots, 1, nr)))
+         EXCEPT !.sdone = SubSeq(@, nb + 1, Len(@)),
+                !.relq = SubSeq(@, nr + 1, Len(@)),
+                !.rslots = IF Slots THEN SubSeq(@, nr + 1, Len(@)) ELSE @,
+                !.host_free = @ + SumSeq(SubSeq(rs.relq, 1, nr))]
 
+\* The durable marks of the first nb acks (completed[i][r]: what rank r takes as
+\* completed for ack slot i), in order; then the ops leave sq.
+MarkRank(rs, r, nb, completed) ==
+    LET Marked(i) == LET chain == Chain(rs.sq[i][1], rs.sq[i][2])
+                         done == IF Has("durable-on-ack") THEN Len(chain) ELSE completed[i][r]
+                     IN  SelectSeq(SubSeq(chain, 1, Min2(Max2(done, 0), Len(chain))),
+                                   LAMBDA p : rs.owner[p] >= 0)
+        rs1 == IF MirrorReleaseOn THEN MarkPages(AgeRound(rs), Flatten([i \in 1 .. nb |-> Marked(i)])) ELSE rs
+    IN  [rs1 EXCEPT !.sq = SubSeq(@, nb + 1, Len(@))]
+
+\* The agreed plan is released before this round's acks add durable marks: with a
+\* bounded durable LRU a new mark can evict a planned entry's on one rank only
+\* (durable-evicted-while-planned, like release-no-consensus: the marks first).
+\* Without a bound the order makes no difference.
 DrainEffect(rks) ==
     LET nb == MinOver([r \in RankIds |-> Len(rks[r].sdone)])
         nr == MinOver([r \in RankIds |-> Len(rks[r].relq)])
         completed == TLCEval([i \in 1 .. nb |-> SyncedCompleted(rks, i)])
         commit == TLCEval([r \in RankIds |-> IF MirrorReleaseOn THEN Committable(rks[r]) ELSE << >>])
-        drained == TLCEval([r \in RankIds |->
-                      LET rs == AckBackups(rks[r], r, 1, completed)
-                      IN  [ReleaseSlots(rs, Flatten(SubSeq(rs.rslots, 1, nr)))
-                           EXCEPT !.sq = SubSeq(@, nb + 1, Len(@)),
-                                     !.sdone = SubSeq(@, nb + 1, Len(@)),
-                                     !.relq = SubSeq(@, nr + 1, Len(@)),
-                                     !.rslots = IF Slots THEN SubSeq(@, nr + 1, Len(@)) ELSE @,
-                                     !.host_free = @ + SumSeq(SubSeq(rs.relq, 1, nr))]])
-    IN  IF MirrorReleaseOn THEN ReleaseRound(drained, commit) ELSE drained
+        drained == TLCEval([r \in RankIds |-> DrainRank(rks[r], nb, nr)])
+        Mark(x) == TLCEval([r \in RankIds |-> MarkRank(x[r], r, nb, completed)])
+        late == Has("durable-evicted-while-planned") \/ Has("release-no-consensus")
+    IN  IF ~MirrorReleaseOn THEN Mark(drained)
+        ELSE LET c == CommitRound(IF late THEN Mark(drained) ELSE drained, commit)
+                 after == IF late THEN c[1] ELSE Mark(c[1])
+             IN  IF c[2] THEN TLCEval([r \in RankIds |-> [after[r] EXCEPT !.plan = PreparePlan(after[r])]])
+                 ELSE after
 
 \* Runs every iteration while storage operations are outstanding; MIN may be 0.
 drain_storage_control_queues ==
@@ -861,7 +925,7 @@ ReleaseOk(rs, rt, e) ==
     /\ n.href <= 0
     /\ ~n.lbp
     /\ IF ~WriteBack
-       THEN n.lock <= 0 /\ n.dev = RESIDENT /\ Range(Chain(n.start, e)) \subseteq rt.durable
+       THEN n.lock <= 0 /\ n.dev = RESIDENT /\ Range(Chain(n.start, e)) \subseteq rs.durable \cup rt.durable
        ELSE IsDeviceLeaf(rs, e) =>
               ~\E i \in DOMAIN rs.dups :
                  LET d == rs.dups[i] IN

@@ -21,11 +21,14 @@ CONSTANTS
     DuplicateReclaim,  \* seed 001
     SingleWriter,      \* MLA: rank 0 writes storage for everybody
     CpPlanner,         \* context-parallel load-back planner (seed 004 header)
+    CpLanes,           \* CP owner lanes of the device pool
     Faults,            \* set of fault names (spec/config.py FAULTS)
     HostFreeTarget,    \* mirror release runs while host_free < HostFreeTarget
     FailCloseAfter,    \* plan mismatches before mirror release fail-closes
     DigestBits,        \* width of the machine integers digests travel in
     PrefetchStop,      \* "best_effort" | "wait_complete": each rank's prefetch stop vote
+    DurableCapacity,   \* bound of the durable LRU in pages (0: unbounded)
+    RefreshRounds,     \* anti-churn age gate in drain rounds (0: none)
     MaxLock,           \* bound on lock_ref / host_ref_counter (CONSTRAINT)
     Variants,          \* set of bug-variant names (spec/variants.py)
     LoadBackThreshold, \* load-backs of fewer tokens are refused
@@ -92,7 +95,7 @@ ASSUME /\ NumRanks >= 1
        /\ Policy \in {"write_through", "write_through_selective", "write_back"}
        /\ DigestBits \in 2 .. 30      \* TLC integers are 32-bit
        /\ PrefetchStop \in {"best_effort", "wait_complete"}
-       /\ PageSize >= 1 /\ LoadBackThreshold >= 1
+       /\ PageSize >= 1 /\ LoadBackThreshold >= 1 /\ CpLanes >= 1
        /\ VictimOrder \in {"path", "lru"}
 
 \* Constant tables: TLC evaluates each once.
@@ -121,6 +124,7 @@ WriteThreshold == IF Policy = "write_through_selective" THEN 2 ELSE 1
 Has(v) == v \in Variants
 Fault(f) == f \in Faults
 Lru == VictimOrder = "lru"
+TracksDurableLru == DurableCapacity > 0 \/ RefreshRounds > 0
 TracksDigest == WriteBack /\ DuplicateReclaim /\ NumRanks > 1
 MirrorReleaseOn == MirrorRelease /\ Storage /\ ~WriteBack /\ ~Has("host-starvation")
 

@@ -28,6 +28,8 @@ NewNode(start) == [NoNode EXCEPT !.start = start, !.dev = RESIDENT]
 \* Slots only (spec/slots.py): dslot / hslot[p] the device / host slot of page p (-1:
 \* none), dfree / hfree the free slots (the spec's bitmasks as sets), pslots / rslots the
 \* host slots each prefetch / release-queue entry holds.
+\* dlru (durable_capacity / refresh_rounds only): << page, drain rounds since marked >>,
+\* least recently marked first.
 \* running[req]: the node end request req locked, -1 when it is not running (the
 \* spec's sorted tuple of (request, end) pairs, one per running request).
 EmptyRank ==
@@ -40,7 +42,7 @@ EmptyRank ==
      dslot |-> TLCEval([p \in Pages |-> -1]), hslot |-> TLCEval([p \in Pages |-> -1]),
      dfree |-> IF Slots THEN 0 .. DevicePages - 1 ELSE {},
      hfree |-> IF Slots THEN 0 .. HostPages - 1 ELSE {},
-     pslots |-> << >>, rslots |-> << >>]
+     pslots |-> << >>, rslots |-> << >>, dlru |-> << >>]
 
 -----------------------------------------------------------------------------
 (* Tree queries (spec/state.py).                                           *)
@@ -77,6 +79,33 @@ NodesCovering(rs, s, e) ==
 
 AllDurable(rs, e) == \A p \in Range(NodePages(rs, e)) : p \in rs.durable
 
+\* Seed 000's durable LRU (spec/durable.py): a mark's age in drain rounds, capped.
+AgeOf(rs, p) ==
+    IF \E i \in DOMAIN rs.dlru : rs.dlru[i][1] = p
+    THEN rs.dlru[CHOOSE i \in DOMAIN rs.dlru : rs.dlru[i][1] = p][2]
+    ELSE RefreshRounds
+
+\* Every mark of the node is younger than refresh_rounds (always, without the gate).
+Fresh(rs, e) == RefreshRounds = 0 \/ \A p \in Range(NodePages(rs, e)) : AgeOf(rs, p) < RefreshRounds
+
+\* A drain round passes: every mark is one round older.
+AgeRound(rs) ==
+    IF rs.dlru = << >> \/ RefreshRounds = 0 THEN rs
+    ELSE [rs EXCEPT !.dlru = [i \in DOMAIN rs.dlru |-> << rs.dlru[i][1], Min2(rs.dlru[i][2] + 1, RefreshRounds) >>]]
+
+\* Mark page p durable (most recent, age 0); over capacity the least recently marked
+\* pages lose their marks.
+MarkPage(rs, p) ==
+    LET lru == Append(SelectSeq(rs.dlru, LAMBDA x : x[1] # p), << p, 0 >>)
+        drop == IF DurableCapacity > 0 THEN Max2(0, Len(lru) - DurableCapacity) ELSE 0
+    IN  [rs EXCEPT !.durable = (@ \cup {p}) \ {lru[j][1] : j \in 1 .. drop},
+                   !.dlru = SubSeq(lru, drop + 1, Len(lru))]
+
+RECURSIVE MarkPages(_, _)
+MarkPages(rs, ps) ==
+    IF ~TracksDurableLru THEN [rs EXCEPT !.durable = @ \cup Range(ps)]
+    ELSE IF ps = << >> THEN rs ELSE MarkPages(MarkPage(rs, Head(ps)), Tail(ps))
+
 \* In evictable_leaves: resident, unlocked, no child holds a device copy.
 IsDeviceLeaf(rs, e) ==
     /\ rs.nodes[e].dev = RESIDENT
@@ -101,6 +130,27 @@ MatchedPrefix(rs, req) ==
 \* The pages of a set of live nodes (every page has at most one owner).
 SumLenSet(rs, S) == Cardinality({p \in Pages : rs.owner[p] \in S})
 SumLen(rs, es) == SumLenSet(rs, Range(es))   \* es: distinct live nodes
+
+-----------------------------------------------------------------------------
+(* CP owner lanes of the device pool (spec/cp_planner.py).                 *)
+
+\* Owner lanes (cp_lanes): a page's lane is its path position mod CpLanes; each lane
+\* holds an even share of DevicePages (the first lanes take the rest).
+Lanes == 0 .. CpLanes - 1
+LaneOf(p) == (Depth(p) - 1) % CpLanes
+LaneCapacity(l) == DevicePages \div CpLanes + (IF l < DevicePages % CpLanes THEN 1 ELSE 0)
+LaneCounts(ps) == [l \in Lanes |-> Cardinality({p \in ps : LaneOf(p) = l})]
+SumLanes(f) == SumSeq([i \in 1 .. CpLanes |-> f[i - 1]])
+
+\* Per lane, the pages a device allocation of the page set ps lacks (one lane: the
+\* total shortfall).
+LaneDeficits(rs, ps) ==
+    IF CpLanes = 1 THEN [l \in Lanes |-> Max2(0, Cardinality(ps) - rs.dev_free)]
+    ELSE LET need == LaneCounts(ps)
+             used == LaneCounts({p \in Pages : rs.owner[p] >= 0 /\ rs.nodes[rs.owner[p]].dev # ABSENT})
+         IN  [l \in Lanes |-> Max2(0, need[l] - (LaneCapacity(l) - used[l]))]
+
+AnyDeficit(d) == \E l \in Lanes : d[l] > 0
 
 -----------------------------------------------------------------------------
 (* Structural edits (spec/tree.py).                                        *)
@@ -214,6 +264,7 @@ RemoveNodes(rs, ends) ==
     IN  [rs EXCEPT !.owner = TLCEval([p \in Pages |-> IF p \in ps THEN -1 ELSE rs.owner[p]]),
                    !.nodes = TLCEval([p \in Pages |-> IF p \in ends THEN NoNode ELSE rs.nodes[p]]),
                    !.durable = @ \ ps,
+                   !.dlru = SelectSeq(@, LAMBDA x : x[1] \notin ps),
                    !.dups = SelectSeq(@, LAMBDA d : d \notin ends),
                    !.lru = IF Lru THEN SelectSeq(@, LAMBDA d : d \notin ends) ELSE @,
                    !.clock = IF Lru THEN SelectSeq(@, LAMBDA d : d \notin ends) ELSE @]

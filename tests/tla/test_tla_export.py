@@ -152,8 +152,16 @@ def test_tla_command_bad_input_is_one_line_exit_2(tla_cli, tmp_path, capsys, mon
     assert not (tmp_path / "X").exists()  # nothing written on refusal
 
 
-def test_the_cp_planner_over_nested_nodes_is_refused():
-    """The twin's PlanVictims lacks seed 004's ancestor admission and unlock credit."""
-    with pytest.raises(UserError, match="^.*cp-planner-ancestors-1r.toml: the CP planner over nested nodes"):
-        tla_export.render(model_file.load("cp-planner-ancestors-1r"))
-    tla_export.render(model_file.load("cp-planner-2r"))  # one-page roots: no ancestor to admit
+def test_the_features_of_issue_15_are_exported():
+    """Seed 004's planner over nested nodes and lanes, pages of tokens, LRU order, slots,
+    request locks, the bounded durable LRU and the prefetch stop vote: all twin CONSTANTS."""
+    _mc, cfg = tla_export.render(model_file.load("cp-planner-lanes-2r"))
+    assert "    CpPlanner = TRUE" in cfg and "    CpLanes = 2" in cfg
+    _mc, cfg = tla_export.render(model_file.load("paged-1r"))
+    assert "    PageSize = 2" in cfg and "    LoadBackThreshold = 3" in cfg and "    prefix_closed" in cfg
+    _mc, cfg = tla_export.render(model_file.load("slots-1r"))
+    assert "    Slots = TRUE" in cfg and "    slot_ownership" in cfg
+    for name, line in [("lru-2r", 'VictimOrder = "lru"'), ("request-locks-1r", "RequestLocks = TRUE"),
+                       ("wt-durable-lru-1r", "DurableCapacity = 1"), ("wt-durable-lru-1r", "RefreshRounds = 2"),
+                       ("wt-prefetch-wait-2r", 'PrefetchStop = "wait_complete"')]:
+        assert f"    {line}" in tla_export.render(model_file.load(name))[1], name

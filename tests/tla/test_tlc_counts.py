@@ -38,8 +38,9 @@ def test_tlc_reports_the_invariant_a_variant_breaks(tmp_path):
 
 
 # Models of the features issue 15 added to the spec, small enough for the default run.
-FEATURES = ["paged-1r", "request-locks-1r", "wt-prefetch-wait-2r", "lru-2r", "slots-prefetch-1r"]
-FEATURES_SLOW = ["request-locks-2r", "slots-1r"]
+FEATURES = ["paged-1r", "request-locks-1r", "wt-prefetch-wait-2r", "lru-2r", "slots-prefetch-1r",
+            "wt-durable-lru-1r"]
+FEATURES_SLOW = ["request-locks-2r", "slots-1r", "cp-planner-ancestors-1r", "cp-planner-lanes-2r"]
 
 
 @pytest.mark.parametrize("name", FEATURES + [pytest.param(n, marks=pytest.mark.slow) for n in FEATURES_SLOW])
@@ -52,7 +53,8 @@ def test_tlc_equals_tiercheck_on_the_feature_models(tmp_path, name):
 
 # The variants that issue 15's features make expressible: TLC stops at the property
 # tiercheck expects them to break (the slow test below compares their whole state spaces).
-FEATURE_VARIANTS = ["page-ceil-match", "prefetch-vote-skipped", "lru-local-clock", "split-slice-off-by-one"]
+FEATURE_VARIANTS = ["page-ceil-match", "prefetch-vote-skipped", "lru-local-clock", "split-slice-off-by-one",
+                    "durable-evicted-while-planned"]
 
 
 @pytest.mark.parametrize("name", FEATURE_VARIANTS)
