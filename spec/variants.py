@@ -199,7 +199,6 @@ VARIANTS = {
             "lock_release",
             action="writing_check",
             proof=LIVENESS_ONLY,
-            twin=False,
             catalogue=False,
         ),
         Variant(

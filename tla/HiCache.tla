@@ -195,19 +195,22 @@ write_dma_done(r) ==
     /\ UNCHANGED << store, hung, halted >>
 
 \* Commit one D->H copy: host resident, write lock dropped, storage backup started.
-CommitNode(rs, e) ==
+\* (Variant split-write-lock-leak: the ack unlocks only the node the write was
+\* registered with, end; the half a split cut off above it keeps the lock.)
+CommitNode(rs, e, end) ==
     RegisterDuplicate([rs EXCEPT !.nodes[e].host = HOST_RESIDENT,
-                                 !.nodes[e].lock = @ - (IF WriteBack THEN 0 ELSE 1),
+                                 !.nodes[e].lock = @ - (IF WriteBack \/ (Has("split-write-lock-leak") /\ e # end)
+                                                        THEN 0 ELSE 1),
                                  !.nodes[e].href = @ + (IF Storage THEN 1 ELSE 0)], e)
 
-RECURSIVE CommitNodes(_, _)
-CommitNodes(rs, es) == IF es = << >> THEN rs ELSE CommitNodes(CommitNode(rs, Head(es)), Tail(es))
+RECURSIVE CommitNodes(_, _, _)
+CommitNodes(rs, es, end) == IF es = << >> THEN rs ELSE CommitNodes(CommitNode(rs, Head(es), end), Tail(es), end)
 
 RECURSIVE CommitOps(_, _)
 CommitOps(rs, ops) ==
     IF ops = << >> THEN rs
     ELSE LET op == Head(ops)
-             rs1 == CommitNodes(rs, NodesCovering(rs, op[1], op[2]))
+             rs1 == CommitNodes(rs, NodesCovering(rs, op[1], op[2]), op[2])
          IN  CommitOps(IF Storage THEN [rs1 EXCEPT !.sq = Append(@, op)] ELSE rs1, Tail(ops))
 
 CommitWrites(rs, n) ==

@@ -116,11 +116,12 @@ def test_the_twin_has_exactly_the_variants_whose_record_says_so():
     assert set(re.findall(r'Has\("([a-z-]+)"\)', text)) == {n for n, v in VARIANTS.items() if v.twin}
 
 
-@pytest.mark.parametrize("name", sorted(n for n, v in VARIANTS.items() if not v.twin))
-def test_variants_the_twin_lacks_are_refused(name):
-    mf = model_file.load(VARIANTS[name].model)
+def test_variants_the_twin_lacks_are_refused(monkeypatch):
+    # Every variant is in the twin today; a record saying twin=False is refused.
+    name = "split-write-lock-leak"
+    monkeypatch.setitem(tla_export.VARIANTS, name, VARIANTS[name]._replace(twin=False))
     with pytest.raises(UserError, match=f"variant {name} is not in the TLA\\+ twin"):
-        tla_export.render(mf)
+        tla_export.render(model_file.load(VARIANTS[name].model))
 
 
 def test_tla_command_writes_a_runnable_model(tla_cli, tmp_path, capsys):
