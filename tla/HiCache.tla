@@ -417,10 +417,15 @@ NodesToLoad(rs, e) ==
 \* The pages of the nodes to load.
 ChainPages(rs, chain) == {p \in Pages : rs.owner[p] \in Range(chain)}
 
+\* The lane deficits of loading the chain of `total` pages (one lane: no page sets).
+ChainDeficits(rs, chain, total) ==
+    IF CpLanes = 1 THEN [l \in Lanes |-> Max2(0, total - rs.dev_free)]
+    ELSE LaneDeficits(rs, ChainPages(rs, chain))
+
 LoadBackOnRank(rs0, e) ==
     LET chain == NodesToLoad(rs0, e)
         total == SumLen(rs0, chain)
-        deficits == LaneDeficits(rs0, ChainPages(rs0, chain))
+        deficits == ChainDeficits(rs0, chain, total)
         rs == IF AnyDeficit(deficits)     \* the CP planner evicts first (guard: CpPlanner)
               THEN EvictVictims(rs0, PlanVictims(rs0, deficits, PathToRoot(rs0, e)))
               ELSE rs0
@@ -439,7 +444,7 @@ CanLoadBack(rs, e) ==
     /\ LET chain == NodesToLoad(rs, e)  total == SumLen(rs, chain) IN
        /\ \A i \in DOMAIN chain : rs.nodes[chain[i]].host = HOST_RESIDENT
        /\ total * PageSize >= LoadBackThreshold   \* shorter: the request recomputes it
-       /\ LET deficits == LaneDeficits(rs, ChainPages(rs, chain)) IN
+       /\ LET deficits == ChainDeficits(rs, chain, total) IN
           \/ ~AnyDeficit(deficits)
           \/ CpPlanner /\ PlanVictims(rs, deficits, PathToRoot(rs, e)) # << >>
 

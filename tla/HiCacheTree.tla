@@ -25,6 +25,7 @@ NewNode(start) == [NoNode EXCEPT !.start = start, !.dev = RESIDENT]
 \* lru (victim_order = "lru"): live node ends, least recently used first, by the
 \* replicated logical clock; clock is then the rank's wall-clock order of the same touches
 \* and its own local ones.
+\* (A feature's fields stay << >> or {} while it is off, as in the spec.)
 \* Slots only (spec/slots.py): dslot / hslot[p] the device / host slot of page p (-1:
 \* none), dfree / hfree the free slots (the spec's bitmasks as sets), pslots / rslots the
 \* host slots each prefetch / release-queue entry holds.
@@ -38,8 +39,9 @@ EmptyRank ==
      wq |-> << >>, wdone |-> 0, lq |-> << >>, ldone |-> 0, sq |-> << >>, sdone |-> << >>,
      pq |-> << >>, pdone |-> << >>, relq |-> << >>, plan |-> << >>, mismatch |-> 0,
      closed |-> FALSE, dups |-> << >>, digest |-> << >>, clock |-> << >>,
-     lru |-> << >>, running |-> TLCEval([i \in Reqs |-> -1]),
-     dslot |-> TLCEval([p \in Pages |-> -1]), hslot |-> TLCEval([p \in Pages |-> -1]),
+     lru |-> << >>, running |-> IF RequestLocks THEN TLCEval([i \in Reqs |-> -1]) ELSE << >>,
+     dslot |-> IF Slots THEN TLCEval([p \in Pages |-> -1]) ELSE << >>,
+     hslot |-> IF Slots THEN TLCEval([p \in Pages |-> -1]) ELSE << >>,
      dfree |-> IF Slots THEN 0 .. DevicePages - 1 ELSE {},
      hfree |-> IF Slots THEN 0 .. HostPages - 1 ELSE {},
      pslots |-> << >>, rslots |-> << >>, dlru |-> << >>]
