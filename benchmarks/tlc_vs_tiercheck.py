@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,16 @@ def run_tiercheck(name: str, props, timeout: float) -> dict:
     return out
 
 
+def _drop_undeclared(cfg_path: Path, config_module: str) -> None:
+    """An older twin lacks the CONSTANTS of later features (which the model leaves at their
+    defaults): drop their lines from MC.cfg, or TLC refuses it."""
+    block = config_module[config_module.index("CONSTANTS"):]
+    declared = set(re.findall(r"^    (\w+)", block[:block.index("\n\n")], re.M))
+    lines = cfg_path.read_text().splitlines()
+    keep = [x for x in lines if not (re.match(r"^    [A-Z]\w* (=|<-) ", x) and x.split()[0] not in declared)]
+    cfg_path.write_text("\n".join(keep) + "\n")
+
+
 def bench(name: str, workers: int, timeout: float, keep: str = None, tla_dir: str = None):
     mf = model_file.load(name)
     inv, act, _rest = tla_export.split_properties(mf.properties)
@@ -72,6 +83,7 @@ def bench(name: str, workers: int, timeout: float, keep: str = None, tla_dir: st
         if tla_dir:
             for m in tla_export.MODULES:
                 shutil.copyfile(Path(tla_dir) / m, out / m)
+            _drop_undeclared(out / "MC.cfg", (out / "HiCacheConfig.tla").read_text())
         tlc = run_tlc(out, workers=workers, timeout=timeout)
     if tlc.distinct is None or not tlc.ok:
         tail = "\n".join(tlc.output.strip().splitlines()[-20:])

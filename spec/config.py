@@ -47,10 +47,10 @@ def constant(default, doc: str, *, twin: str = "", symmetry: bool = True, proofs
     return field(default=default, metadata=meta)
 
 
-def _option(doc: str, default=False, bounds=None):
-    # An option of another HiCache version: neither the twin nor the proofs model it, and
-    # nobody reviewed its page-order dependence.
-    return constant(default, doc, symmetry=False, proofs=False, bounds=bounds, option=True)
+def _option(doc: str, default=False, bounds=None, twin: str = ""):
+    # An option of another HiCache version: the proofs do not model it, nobody reviewed
+    # its page-order dependence, and the twin models only those that name a ``twin``.
+    return constant(default, doc, twin=twin, symmetry=False, proofs=False, bounds=bounds, option=True)
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,8 @@ class Config:
     cp_planner: bool = constant(False, "seed 004's CP load-back planner", twin="CpPlanner", proofs=False)
     # Owner lanes of the CP device pool (seed 004): a page's lane is its path position mod
     # cp_lanes; the planner covers a per-lane deficit (spec/cp_planner.py).
-    cp_lanes: int = constant(1, "CP owner lanes of the device pool", proofs=False, symmetry=False,
-                             bounds=(1, 8))
+    cp_lanes: int = constant(1, "CP owner lanes of the device pool", twin="CpLanes", proofs=False,
+                             symmetry=False, bounds=(1, 8))
     faults: frozenset = constant(frozenset(), "environment faults (FAULTS)", twin="Faults")
     # Mirror release: release only while host_free < host_free_target (pool pressure).
     host_free_target: int = constant(1, "mirror release target", twin="HostFreeTarget", bounds=(0, 64))
@@ -82,7 +82,8 @@ class Config:
     # so the explicit checker can reach the wrap-around).
     digest_bits: int = constant(16, "digest width in bits", twin="DigestBits", bounds=(2, 64))
     # Prefetch termination (spec/prefetch.py): the stop policy each rank votes with.
-    prefetch_stop: str = constant("best_effort", "prefetch stop policy (PREFETCH_STOPS)", proofs=False)
+    prefetch_stop: str = constant("best_effort", "prefetch stop policy (PREFETCH_STOPS)", twin="PrefetchStop",
+                                  proofs=False)
     # How else a prefetch ends (spec/prefetch_end.py): the scheduler revokes it on every
     # rank; a rank's read fails midway and that rank marks the operation terminated.
     prefetch_revoke: bool = constant(False, "the scheduler may revoke an in-flight prefetch", proofs=False,
@@ -91,10 +92,10 @@ class Config:
                                         proofs=False, symmetry=False)
     # Seed 000's durable LRU (spec/durable.py): its bound in pages (0: unbounded) and the
     # anti-churn age gate in drain rounds (0: a fully durable node is never staged again).
-    durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", proofs=False,
-                                     symmetry=False, bounds=(0, 64))
-    refresh_rounds: int = constant(0, "anti-churn age gate in drain rounds (0: none)", proofs=False,
-                                   symmetry=False, bounds=(0, 8))
+    durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", twin="DurableCapacity",
+                                     proofs=False, symmetry=False, bounds=(0, 64))
+    refresh_rounds: int = constant(0, "anti-churn age gate in drain rounds (0: none)", twin="RefreshRounds",
+                                   proofs=False, symmetry=False, bounds=(0, 8))
     # Bounds that keep the state space finite.
     max_lock: int = constant(3, "lock/reference bound", twin="MaxLock", bounds=(1, 16))
     variants: frozenset = constant(frozenset(), "bug variants (spec/variants.py)", twin="Variants")
@@ -107,19 +108,21 @@ class Config:
     lbp_write_back_only: bool = _option("load_back_pending is marked under write_back only")
     settled_duplicates: bool = _option("loading nodes are no duplicates; the load ack is a birth")
     wb_drop_unbacked: bool = _option("write_back: a victim whose backup is rejected is dropped")
-    load_back_threshold: int = _option("load-backs of fewer tokens are refused", 1, (1, 16))
+    load_back_threshold: int = _option("load-backs of fewer tokens are refused", 1, (1, 16), twin="LoadBackThreshold")
     prefetch_at_hit: bool = _option("prefetch takes host slots for the ranks' MIN storage hit, reads in order, "
                                     "refills host copies; an insert counts a hit on the nodes it un-evicts")
     # Workload features beyond the seeds' actions (neither the twin nor the proofs model
     # them yet; tiercheck tla and tiercheck prove refuse a model that sets them).
     # Tokens per page: requests are token sequences, pages their page_size-token chunks
     # (a partial last page is never cached), pools count pages, thresholds count tokens.
-    page_size: int = constant(1, "tokens per page", bounds=(1, 8), symmetry=False, proofs=False)
-    victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", symmetry=False, proofs=False)
+    page_size: int = constant(1, "tokens per page", twin="PageSize", bounds=(1, 8), symmetry=False, proofs=False)
+    victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", twin="VictimOrder",
+                                 symmetry=False, proofs=False)
     slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
-                           symmetry=False, proofs=False)
+                           twin="Slots", symmetry=False, proofs=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
-                                   "(lock_request / unlock_request)", symmetry=False, proofs=False)
+                                   "(lock_request / unlock_request)", twin="RequestLocks", symmetry=False,
+                                   proofs=False)
 
     def pages_of(self, req) -> int:
         """Whole pages of a request (what insert caches)."""

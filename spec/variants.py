@@ -199,7 +199,6 @@ VARIANTS = {
             "lock_release",
             action="writing_check",
             proof=LIVENESS_ONLY,
-            twin=False,
             catalogue=False,
         ),
         Variant(
@@ -211,7 +210,7 @@ VARIANTS = {
             "the least recent from the bounded LRU) before the agreed plan is committed "
             "with its live re-check",
             "rank_agreement",
-            action="drain_storage_control_queues", breaks_rank_symmetry=True, twin=False,
+            action="drain_storage_control_queues", breaks_rank_symmetry=True,
             proof=OUT_OF_SCOPE + " needs the bounded durable LRU (durable_capacity), which the proofs do not encode",
             catalogue=False,
         ),
@@ -224,7 +223,7 @@ VARIANTS = {
             "check_prefetch_progress: each rank's can_terminate decides alone, without the MAX "
             "vote",
             "no_collective_hang",
-            action="check_prefetch_progress", twin=False,
+            action="check_prefetch_progress",
             proof=OUT_OF_SCOPE + " needs the wait_complete stop policy (prefetch_stop), which the proofs do not encode",
             catalogue=False,
         ),
@@ -285,7 +284,6 @@ VARIANTS = {
             "prefix_closed",
             action="insert",
             proof=THEOREM + "page_ceil_match_witness",
-            twin=False,
             catalogue=False,
         ),
         Variant(
@@ -300,7 +298,6 @@ VARIANTS = {
             action="insert",
             proof=THEOREM + "lru_local_clock_witness",
             breaks_rank_symmetry=True,
-            twin=False,
             catalogue=False,
         ),
         Variant(
@@ -314,7 +311,6 @@ VARIANTS = {
             "slot_ownership",
             action="insert",
             proof=THEOREM + "split_slice_off_by_one_witness",
-            twin=False,
             catalogue=False,
         ),
     ]

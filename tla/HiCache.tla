@@ -53,11 +53,35 @@ MinOver(f) == Min({f[r] : r \in RankIds})
 -----------------------------------------------------------------------------
 (* insert (spec/write_path.py).                                            *)
 
+\* Variant page-ceil-match: the walk takes a cached sibling page whose leading token
+\* matches (the token match rounded up to the page), so it follows the tree itself.
+SamePage(cached, wanted) ==
+    \/ cached = wanted
+    \/ Has("page-ceil-match") /\ Parent[cached] = Parent[wanted] /\ Tokens(cached)[1] = Tokens(wanted)[1]
+
+\* The cached page the walk takes for request page `wanted` at a node boundary, -1 if none.
+CachedAs(rs, wanted) ==
+    IF rs.owner[wanted] >= 0 THEN wanted
+    ELSE LET sibs == {c \in (IF Parent[wanted] >= 0 THEN Children[Parent[wanted]] ELSE Roots) :
+                         rs.owner[c] >= 0 /\ SamePage(c, wanted)}
+         IN  IF sibs = {} THEN -1 ELSE Min(sibs)
+
+RECURSIVE CeilWalk(_, _, _, _)
+CeilWalk(rs, path, pos, items) ==
+    IF pos >= Len(path) \/ CachedAs(rs, path[pos + 1]) < 0 THEN items
+    ELSE LET e == rs.owner[CachedAs(rs, path[pos + 1])]
+             np == NodePages(rs, e)
+             k == Max({j \in 0 .. Min2(Len(np), Len(path) - pos) :
+                          \A i \in 1 .. j : SamePage(np[i], path[pos + i])})
+         IN  CeilWalk(rs, path, pos + k,
+                      Append(items, [end |-> e, k |-> k, split |-> IF k < Len(np) THEN np[k] ELSE -1]))
+
 \* The cached part of request req: per node << end, pages matched, split page or -1 >>.
 \* The walk from the root meets each node at the first page of its run on the path
 \* and matches the run; a node whose run stops short of its end is split there (only
 \* the last one can be: a node's inner pages have no other children).
 Walk(rs, req) ==
+    IF Has("page-ceil-match") THEN CeilWalk(rs, ReqPages[req], 0, << >>) ELSE
     LET path == ReqPages[req]
         m == MatchedPrefix(rs, req)
         starts == SelectSeq([j \in 1 .. m |-> j],
@@ -69,6 +93,11 @@ Walk(rs, req) ==
 
 \* Device pages insert(req) allocates: un-evicted nodes plus the new leaf.
 InsertDeviceNeed(rs, req) ==
+    IF Has("page-ceil-match")
+    THEN LET w == Walk(rs, req)
+         IN  Len(ReqPages[req]) - SumSeq([i \in DOMAIN w |-> w[i].k])
+             + SumSeq([i \in DOMAIN w |-> IF rs.nodes[w[i].end].dev = ABSENT THEN w[i].k ELSE 0])
+    ELSE
     LET path == ReqPages[req]
         m == MatchedPrefix(rs, req)
     IN  Cardinality({j \in 1 .. m : rs.nodes[rs.owner[path[j]]].dev = ABSENT}) + Len(path) - m
@@ -80,7 +109,7 @@ Hit(rs, e, toWrite) ==
     ELSE LET n == rs.nodes[e]
              hits == Min2(n.hits + 1, WriteThreshold)
              rs1 == [rs EXCEPT !.nodes[e].hits = hits]
-             churnGuard == MirrorRelease /\ AllDurable(rs1, e)
+             churnGuard == MirrorRelease /\ AllDurable(rs1, e) /\ Fresh(rs1, e)
          IN  << rs1, IF n.host = ABSENT /\ hits >= WriteThreshold /\ ~churnGuard
                      THEN Append(toWrite, e) ELSE toWrite >>
 
@@ -92,27 +121,34 @@ InsertWalk(rs, items, toWrite, pos) ==
              rs0 == IF it.split >= 0 THEN SplitNode(rs, it.end, it.split) ELSE rs
              e == IF it.split >= 0 THEN it.split ELSE it.end
          IN  IF rs0.nodes[e].dev = ABSENT
-             THEN InsertWalk(RegisterDuplicate([rs0 EXCEPT !.nodes[e].dev = RESIDENT,
-                                                           !.dev_free = @ - it.k], e),
+             THEN InsertWalk(RegisterDuplicate(TakeSlots([rs0 EXCEPT !.nodes[e].dev = RESIDENT,
+                                                                     !.dev_free = @ - it.k],
+                                                         "d", NodePages(rs0, e)), e),
                              Tail(items), toWrite, pos + it.k)
              ELSE LET h == Hit(rs0, e, toWrite)
                   IN  InsertWalk(h[1], Tail(items), h[2], pos + it.k)
 
 \* insert() on one rank: << rank state, nodes _inc_hit_count wants written >>.
+\* (victim_order = "lru": the nodes the walk met and the new leaf are touched last.)
 InsertOnRank(rs, req) ==
     LET path == ReqPages[req]
-        w == InsertWalk(rs, Walk(rs, req), << >>, 0)
+        items == Walk(rs, req)
+        w == InsertWalk(rs, items, << >>, 0)
         rs1 == w[1]  pos == w[3]
+        met == [i \in DOMAIN items |-> IF items[i].split >= 0 THEN items[i].split ELSE items[i].end]
     IN  IF pos < Len(path)
         THEN LET rs2 == AddNode(rs1, path[pos + 1], path[Len(path)], NewNode(path[pos + 1]))
-                 rs3 == [rs2 EXCEPT !.dev_free = @ - (Len(path) - pos)]
-             IN  Hit(rs3, path[Len(path)], w[2])
-        ELSE << rs1, w[2] >>
+                 rs3 == TakeSlots([rs2 EXCEPT !.dev_free = @ - (Len(path) - pos)],
+                                  "d", Chain(path[pos + 1], path[Len(path)]))
+                 h == Hit(rs3, path[Len(path)], w[2])
+             IN  << TouchLru(h[1], Append(met, path[Len(path)])), h[2] >>
+        ELSE << TouchLru(rs1, met), w[2] >>
 
 StageWrite(rs, e, need) ==
     LET n == rs.nodes[e]
-    IN  [rs EXCEPT !.host_free = @ - need, !.wq = Append(@, << n.start, e >>),
-                   !.nodes[e] = [n EXCEPT !.host = WRITING, !.lock = @ + 1]]
+    IN  [TakeSlots(rs, "h", NodePages(rs, e))
+         EXCEPT !.host_free = @ - need, !.wq = Append(@, << n.start, e >>),
+                !.nodes[e] = [n EXCEPT !.host = WRITING, !.lock = @ + 1]]
 
 \* write_backup for the i-th node some rank wants staged, then the rest.
 RECURSIVE WriteBackupFrom(_, _, _, _)
@@ -139,8 +175,14 @@ InsertEffect(res, fail) ==
         THEN WriteBackupFrom(rks, wanted, fail, 1)
         ELSE rks
 
+\* CP owner lanes (CpLanes > 1): each lane has room for the pages the insert takes.
+LanesFit(rs, req) ==
+    \/ CpLanes = 1
+    \/ ~AnyDeficit(LaneDeficits(rs, {p \in Range(ReqPages[req]) :
+                                       rs.owner[p] < 0 \/ rs.nodes[rs.owner[p]].dev = ABSENT}))
+
 insert(req, fail) ==
-    /\ \A r \in RankIds : InsertDeviceNeed(ranks[r], req) <= ranks[r].dev_free
+    /\ \A r \in RankIds : InsertDeviceNeed(ranks[r], req) <= ranks[r].dev_free /\ LanesFit(ranks[r], req)
     /\ ranks' = InsertEffect(TLCEval([r \in RankIds |-> InsertOnRank(ranks[r], req)]), fail)
     /\ UNCHANGED << store, hung, halted >>
 
@@ -153,19 +195,22 @@ write_dma_done(r) ==
     /\ UNCHANGED << store, hung, halted >>
 
 \* Commit one D->H copy: host resident, write lock dropped, storage backup started.
-CommitNode(rs, e) ==
+\* (Variant split-write-lock-leak: the ack unlocks only the node the write was
+\* registered with, end; the half a split cut off above it keeps the lock.)
+CommitNode(rs, e, end) ==
     RegisterDuplicate([rs EXCEPT !.nodes[e].host = HOST_RESIDENT,
-                                 !.nodes[e].lock = @ - (IF WriteBack THEN 0 ELSE 1),
+                                 !.nodes[e].lock = @ - (IF WriteBack \/ (Has("split-write-lock-leak") /\ e # end)
+                                                        THEN 0 ELSE 1),
                                  !.nodes[e].href = @ + (IF Storage THEN 1 ELSE 0)], e)
 
-RECURSIVE CommitNodes(_, _)
-CommitNodes(rs, es) == IF es = << >> THEN rs ELSE CommitNodes(CommitNode(rs, Head(es)), Tail(es))
+RECURSIVE CommitNodes(_, _, _)
+CommitNodes(rs, es, end) == IF es = << >> THEN rs ELSE CommitNodes(CommitNode(rs, Head(es), end), Tail(es), end)
 
 RECURSIVE CommitOps(_, _)
 CommitOps(rs, ops) ==
     IF ops = << >> THEN rs
     ELSE LET op == Head(ops)
-             rs1 == CommitNodes(rs, NodesCovering(rs, op[1], op[2]))
+             rs1 == CommitNodes(rs, NodesCovering(rs, op[1], op[2]), op[2])
          IN  CommitOps(IF Storage THEN [rs1 EXCEPT !.sq = Append(@, op)] ELSE rs1, Tail(ops))
 
 CommitWrites(rs, n) ==
@@ -196,7 +241,9 @@ writing_check ==
 (* evict (spec/eviction.py).                                               *)
 
 \* _evict_backuped: free the device copy; the host copy stays.
-Demote(rs, e) == [rs EXCEPT !.dev_free = @ + NodeLen(rs, e), !.nodes[e].dev = ABSENT]
+Demote(rs, e) ==
+    [GiveSlots(rs, "d", Range(NodePages(rs, e))) EXCEPT !.dev_free = @ + NodeLen(rs, e),
+                                                       !.nodes[e].dev = ABSENT]
 
 \* Every node below e is host-only and free of references.
 Prunable(rs, e) ==
@@ -206,7 +253,10 @@ Prunable(rs, e) ==
 Delete(rs, e) ==
     LET below == Subtree(rs, e) \ {e}
         freedHost == IF Has("orphan-host-subtree") THEN 0 ELSE SumLenSet(rs, below)
-    IN  RemoveNodes([rs EXCEPT !.dev_free = @ + NodeLen(rs, e), !.host_free = @ + freedHost],
+        rs1 == GiveSlots(rs, "d", Range(NodePages(rs, e)))
+        rs2 == IF Has("orphan-host-subtree") THEN rs1
+               ELSE GiveSlots(rs1, "h", {p \in Pages : rs.owner[p] \in below})
+    IN  RemoveNodes([rs2 EXCEPT !.dev_free = @ + NodeLen(rs, e), !.host_free = @ + freedHost],
                     {e} \cup below)
 
 EvictOnRank(rs, e) ==
@@ -218,8 +268,9 @@ EvictOnRank(rs, e) ==
 \* write_back: stage the node to host (blocking writing_check), then demote.
 StageAndDemote(rs, e, need) ==
     LET n == rs.nodes[e]
-        rs1 == [rs EXCEPT !.host_free = @ - need,
-                          !.nodes[e] = [n EXCEPT !.host = HOST_RESIDENT,
+        rs1 == [TakeSlots(rs, "h", NodePages(rs, e))
+                EXCEPT !.host_free = @ - need,
+                       !.nodes[e] = [n EXCEPT !.host = HOST_RESIDENT,
                                                  !.href = @ + (IF Storage THEN 1 ELSE 0)]]
         rs2 == RegisterDuplicate(rs1, e)
         rs3 == IF Storage THEN [rs2 EXCEPT !.sq = Append(@, << n.start, e >>)] ELSE rs2
@@ -253,38 +304,84 @@ ClockPos(rs, e) ==
     THEN (CHOOSE i \in DOMAIN rs.clock : rs.clock[i] = e) - 1
     ELSE -1
 
-\* Victim order: largest contribution to the remaining deficit first, ties broken by
-\* the end page (the variant: by the rank's local clock first).
-VictimKey(rs, remaining, e) ==
-    LET gain == Min2(NodeLen(rs, e), remaining) IN
-    IF Has("planner-local-tiebreak") THEN << -gain, ClockPos(rs, e), e >> ELSE << -gain, e >>
+\* Seed 004's planner (spec/cp_planner.py plan_victims).  A victim frees its device
+\* copy without a host write: demoted when backed up, deleted when write-through and
+\* childless.
+PBase(rs, e, protected) ==
+    /\ rs.nodes[e].dev # ABSENT
+    /\ rs.nodes[e].lock <= 0
+    /\ e \notin protected
+    /\ rs.nodes[e].host = HOST_RESIDENT \/ (~WriteBack /\ ChildNodes(rs, e) = {})
+
+\* A leaf once the planned victims are evicted.
+LeafAfter(rs, e, planned, protected) ==
+    /\ PBase(rs, e, protected)
+    /\ \A c \in ChildNodes(rs, e) : c \in planned \/ rs.nodes[c].dev = ABSENT
+
+Gain(rs, e, rem) == LET c == LaneCounts(Range(NodePages(rs, e))) IN SumLanes([l \in Lanes |-> Min2(c[l], rem[l])])
+
+\* The nodes above e, nearest first.
+Ancestors(rs, e) == LET ends == PathEnds(rs, e) IN [i \in 1 .. Len(ends) - 1 |-> ends[Len(ends) - i]]
+
+\* Ancestor-unlock credit: the gain of the nearest device ancestor (past evicted ones)
+\* that could be a victim.
+UnlockCredit(rs, e, rem, planned, protected) ==
+    LET anc == Ancestors(rs, e)
+        stop == {j \in DOMAIN anc : \/ anc[j] \in planned
+                                    \/ rs.nodes[anc[j]].dev # ABSENT
+                                       /\ (~PBase(rs, anc[j], protected) \/ Gain(rs, anc[j], rem) > 0)}
+    IN  IF stop = {} THEN 0
+        ELSE LET x == anc[Min(stop)]
+             IN  IF x \in planned \/ ~PBase(rs, x, protected) THEN 0 ELSE Gain(rs, x, rem)
+
+\* Ancestor admission: the nearest ancestor a planned victim makes a leaf, or -1.
+Admitted(rs, v, planned, protected) ==
+    LET anc == Ancestors(rs, v)
+        stop == {j \in DOMAIN anc : \/ anc[j] \in planned
+                                    \/ LeafAfter(rs, anc[j], planned, protected)
+                                    \/ rs.nodes[anc[j]].dev # ABSENT}
+    IN  IF stop = {} THEN -1
+        ELSE LET x == anc[Min(stop)]
+             IN  IF x \notin planned /\ LeafAfter(rs, x, planned, protected) THEN x ELSE -1
+
+\* The order: largest gain, then largest credit, then the end page (the variant: the
+\* rank's local clock before the end page).
+PlanKey(rs, e, rem, planned, protected) ==
+    LET g == Gain(rs, e, rem)
+        u == IF g > 0 THEN 0 ELSE UnlockCredit(rs, e, rem, planned, protected)
+    IN  IF Has("planner-local-tiebreak") THEN << -g, -u, ClockPos(rs, e), e >> ELSE << -g, -u, e >>
 
 \* Lexicographic order on integer tuples of one length.
 KeyLess(a, b) == \E i \in DOMAIN a : a[i] < b[i] /\ \A j \in 1 .. i - 1 : a[j] = b[j]
 
-RECURSIVE PickVictims(_, _, _, _)
-PickVictims(rs, cands, remaining, victims) ==
-    IF remaining <= 0 THEN victims
-    ELSE IF cands = {} THEN << >>
-    ELSE LET best == CHOOSE b \in cands : \A c \in cands \ {b} :
-                         KeyLess(VictimKey(rs, remaining, b), VictimKey(rs, remaining, c))
-         IN  PickVictims(rs, cands \ {best}, remaining - NodeLen(rs, best), Append(victims, best))
+RECURSIVE PlanLoop(_, _, _, _, _, _)
+PlanLoop(rs, protected, pool, planned, victims, rem) ==
+    IF ~AnyDeficit(rem) THEN victims
+    ELSE LET key == TLCEval([e \in {x \in pool : LeafAfter(rs, x, planned, protected)} |->
+                                PlanKey(rs, e, rem, planned, protected)])
+             cands == {e \in DOMAIN key : key[e][1] < 0 \/ key[e][2] < 0}
+         IN  IF cands = {} THEN << >>
+             ELSE LET best == CHOOSE b \in cands : \A c \in cands \ {b} : KeyLess(key[b], key[c])
+                      planned2 == planned \cup {best}
+                      got == LaneCounts(Range(NodePages(rs, best)))
+                      adm == Admitted(rs, best, planned2, protected)
+                  IN  PlanLoop(rs, protected, (pool \ {best}) \cup (IF adm >= 0 THEN {adm} ELSE {}),
+                               planned2, Append(victims, best), [l \in Lanes |-> Max2(0, rem[l] - got[l])])
 
-\* Victims (in order) that free `need` device pages, or << >> if impossible.
-PlanVictims(rs, need, protected) ==
-    LET Freeable(e) == /\ e \notin protected
-                       /\ \/ rs.nodes[e].host = HOST_RESIDENT
-                          \/ ~WriteBack /\ ChildNodes(rs, e) = {}
-    IN  PickVictims(rs, {e \in DeviceLeaves(rs) : Freeable(e)}, need, << >>)
+\* Victims (in eviction order) that cover every lane's deficit, or << >> if impossible.
+PlanVictims(rs, deficits, protected) ==
+    PlanLoop(rs, protected, {e \in DeviceLeaves(rs) : LeafAfter(rs, e, {}, protected)}, {}, << >>,
+             [l \in Lanes |-> Max2(0, deficits[l])])
 
 \* Demote backed victims; delete unbacked write-through leaves.
 RECURSIVE EvictVictims(_, _)
 EvictVictims(rs, victims) ==
     IF victims = << >> THEN rs
     ELSE LET e == Head(victims)  size == NodeLen(rs, e)
+             rs0 == GiveSlots(rs, "d", Range(NodePages(rs, e)))
              rs1 == IF rs.nodes[e].host = HOST_RESIDENT
-                    THEN [rs EXCEPT !.nodes[e].dev = ABSENT, !.dev_free = @ + size]
-                    ELSE [RemoveNodes(rs, {e}) EXCEPT !.dev_free = @ + size]
+                    THEN [rs0 EXCEPT !.nodes[e].dev = ABSENT, !.dev_free = @ + size]
+                    ELSE [RemoveNodes(rs0, {e}) EXCEPT !.dev_free = @ + size]
          IN  EvictVictims(rs1, Tail(victims))
 
 \* The most recently touched live node of the rank, -1 if none.
@@ -294,11 +391,15 @@ LastTouched(rs) ==
 
 Touch(rs, e) == [rs EXCEPT !.clock = Append(SelectSeq(@, LAMBDA x : x # e /\ Live(rs, x)), e)]
 
-\* A rank touches a device leaf on its own: only its local clock moves.
+\* Nodes whose local touch can matter: the CP planner's device victims, or under
+\* victim_order = "lru" the host leaves evict_host chooses from.
+Touchable(rs) == IF CpPlanner THEN DeviceLeaves(rs) ELSE {e \in LiveNodes(rs) : IsHostLeaf(rs, e)}
+
+\* A rank touches a node on its own: only its local clock moves.
 local_access(r, e) ==
-    /\ CpPlanner
+    /\ CpPlanner \/ Lru
     /\ Live(ranks[r], e)
-    /\ e \in DeviceLeaves(ranks[r])
+    /\ e \in Touchable(ranks[r])
     /\ LastTouched(ranks[r]) # e
     /\ ranks' = [ranks EXCEPT ![r] = Touch(@, e)]
     /\ UNCHANGED << store, hung, halted >>
@@ -313,18 +414,28 @@ NodesToLoad(rs, e) ==
         top == {i \in 1 .. n : \A j \in i .. n : rs.nodes[ends[j]].dev = ABSENT}
     IN  IF top = {} THEN << >> ELSE SubSeq(ends, Min(top), n)
 
+\* The pages of the nodes to load.
+ChainPages(rs, chain) == {p \in Pages : rs.owner[p] \in Range(chain)}
+
+\* The lane deficits of loading the chain of `total` pages (one lane: no page sets).
+ChainDeficits(rs, chain, total) ==
+    IF CpLanes = 1 THEN [l \in Lanes |-> Max2(0, total - rs.dev_free)]
+    ELSE LaneDeficits(rs, ChainPages(rs, chain))
+
 LoadBackOnRank(rs0, e) ==
     LET chain == NodesToLoad(rs0, e)
         total == SumLen(rs0, chain)
-        rs == IF total > rs0.dev_free     \* the CP planner evicts first (guard: CpPlanner)
-              THEN EvictVictims(rs0, PlanVictims(rs0, total - rs0.dev_free, PathToRoot(rs0, e)))
+        deficits == ChainDeficits(rs0, chain, total)
+        rs == IF AnyDeficit(deficits)     \* the CP planner evicts first (guard: CpPlanner)
+              THEN EvictVictims(rs0, PlanVictims(rs0, deficits, PathToRoot(rs0, e)))
               ELSE rs0
         cs == Range(chain)
         rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF x \in cs
                                              THEN [rs.nodes[x] EXCEPT !.dev = LOADING, !.lbp = TRUE]
                                              ELSE rs.nodes[x]])]
-        rs2 == LockPath(rs1, e, 1)
-    IN  [rs2 EXCEPT !.dev_free = @ - total,
+        rs2 == TouchLru(LockPath(rs1, e, 1), chain)
+    IN  [TakeSlots(rs2, "d", Chain(rs2.nodes[chain[1]].start, e))
+         EXCEPT !.dev_free = @ - total,
                     !.lq = Append(@, << rs2.nodes[chain[1]].start, e >>)]
 
 CanLoadBack(rs, e) ==
@@ -332,8 +443,10 @@ CanLoadBack(rs, e) ==
     /\ rs.nodes[e].dev = ABSENT
     /\ LET chain == NodesToLoad(rs, e)  total == SumLen(rs, chain) IN
        /\ \A i \in DOMAIN chain : rs.nodes[chain[i]].host = HOST_RESIDENT
-       /\ \/ total <= rs.dev_free
-          \/ CpPlanner /\ PlanVictims(rs, total - rs.dev_free, PathToRoot(rs, e)) # << >>
+       /\ total * PageSize >= LoadBackThreshold   \* shorter: the request recomputes it
+       /\ LET deficits == ChainDeficits(rs, chain, total) IN
+          \/ ~AnyDeficit(deficits)
+          \/ CpPlanner /\ PlanVictims(rs, deficits, PathToRoot(rs, e)) # << >>
 
 load_back(e) ==
     /\ \A r \in RankIds : CanLoadBack(ranks[r], e)
@@ -403,7 +516,9 @@ PlanFrom(rs, cands, want, tokens, plan) ==
 \* Pick candidates in key order until the pool deficit is covered.
 PreparePlan(rs) ==
     IF Deficit(rs) = 0 \/ rs.closed THEN << >>
-    ELSE PlanFrom(rs, Sorted(ReleaseCandidates(rs)), Deficit(rs), 0, << >>)
+    ELSE PlanFrom(rs, IF Lru THEN SelectSeq(VictimOrderOf(rs), LAMBDA e : IsRedundantMirror(rs, e))
+                      ELSE Sorted(ReleaseCandidates(rs)),
+                  Deficit(rs), 0, << >>)
 
 \* The entries of last round's plan that are still release candidates, judged
 \* before this round's acks (durable marks are per rank: a stale entry can be live
@@ -432,24 +547,21 @@ MirrorWorkPending ==
          /\ ranks[r].plan # << >> \/ (Deficit(ranks[r]) > 0 /\ ReleaseCandidates(ranks[r]) # {})
 
 \* Commit last round's plans if all ranks proposed the same (count, tokens,
-\* digest) triple, by negated pairs; else count a mismatch / fail-close.
-\* Then prepare the next plans.
-ReleaseRound(rks, commit) ==
-    IF \E r \in RankIds : rks[r].closed THEN rks
+\* digest) triple, by negated pairs; else count a mismatch / fail-close:
+\* << ranks, whether the next plans are to be prepared >>.
+CommitRound(rks, commit) ==
+    IF \E r \in RankIds : rks[r].closed THEN << rks, FALSE >>
     ELSE IF Has("release-no-consensus")
-    THEN TLCEval([r \in RankIds |-> ExecutePlan(rks[r], PreparePlan(rks[r]))])
-    ELSE LET anyPlan == \E r \in RankIds : rks[r].plan # << >>
-             triples == TLCEval([r \in RankIds |-> PlanTriple(rks[r], commit[r])])
+    THEN << TLCEval([r \in RankIds |-> ExecutePlan(rks[r], PreparePlan(rks[r]))]), FALSE >>
+    ELSE IF \A r \in RankIds : rks[r].plan = << >> THEN << rks, TRUE >>
+    ELSE LET triples == TLCEval([r \in RankIds |-> PlanTriple(rks[r], commit[r])])
              agree == \A f \in 1 .. 3 : NegatedPairsAgree({triples[r][f] : r \in RankIds})
              mism == rks[0].mismatch + 1
              closeNow == mism >= FailCloseAfter
-             after == IF ~anyPlan THEN rks
-                      ELSE IF agree
-                      THEN TLCEval([r \in RankIds |-> [ExecutePlan(rks[r], commit[r]) EXCEPT !.mismatch = 0]])
-                      ELSE TLCEval([r \in RankIds |-> [rks[r] EXCEPT !.mismatch = mism, !.closed = closeNow,
-                                                                     !.plan = << >>]])
-         IN  IF anyPlan /\ ~agree /\ closeNow THEN after
-             ELSE TLCEval([r \in RankIds |-> [after[r] EXCEPT !.plan = PreparePlan(after[r])]])
+         IN  IF agree
+             THEN << TLCEval([r \in RankIds |-> [ExecutePlan(rks[r], commit[r]) EXCEPT !.mismatch = 0]]), TRUE >>
+             ELSE << TLCEval([r \in RankIds |-> [rks[r] EXCEPT !.mismatch = mism, !.closed = closeNow,
+                                                               !.plan = << >>]]), ~closeNow >>
 
 \* Per ack slot i, what each rank takes as completed (single writer: MIN over the
 \* real acks, the followers' SKIP standing for INT_MAX on the wire).
@@ -458,37 +570,50 @@ SyncedCompleted(rks, i) ==
     ELSE LET real == {rks[r].sdone[i][1] : r \in RankIds} \ {SKIP}
          IN  TLCEval([r \in RankIds |-> IF real = {} THEN 0 ELSE Min(real)])
 
-\* The acks of one rank: release_host, and durable marks for the completed prefix.
-RECURSIVE AckBackups(_, _, _, _)
-AckBackups(rs, r, i, completed) ==
-    IF i > Len(completed) THEN rs
-    ELSE LET op == rs.sq[i]
-             targets == IF Has("split-during-backup")
-                        THEN (IF Live(rs, op[2]) THEN {op[2]} ELSE {})
-                        ELSE Range(NodesCovering(rs, op[1], op[2]))
-             rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF x \in targets
-                                                  THEN [rs.nodes[x] EXCEPT !.href = @ - 1]
-                                                  ELSE rs.nodes[x]])]
-             chain == Chain(op[1], op[2])
-             done == IF Has("durable-on-ack") THEN Len(chain) ELSE completed[i][r]
-             marked == {chain[j] : j \in 1 .. Min2(Max2(done, 0), Len(chain))}
-             rs2 == IF MirrorReleaseOn
-                    THEN [rs1 EXCEPT !.durable = @ \cup {p \in marked : rs1.owner[p] >= 0}]
-                    ELSE rs1
-         IN  AckBackups(rs2, r, i + 1, completed)
+\* One rank's part of the drain: the first nb acks drop their host references
+\* (release_host), the release queue is freed.  The acked ops stay in sq until
+\* their durable marks (MarkRank).
+DrainRank(rs, nb, nr) ==
+    LET Hold(x) == Cardinality({i \in 1 .. nb :
+                       IF Has("split-during-backup") THEN rs.sq[i][2] = x /\ Live(rs, x)
+                       ELSE \E j \in DOMAIN Chain(rs.sq[i][1], rs.sq[i][2]) :
+                                rs.owner[Chain(rs.sq[i][1], rs.sq[i][2])[j]] = x})
+        rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF Live(rs, x)
+                                             THEN [rs.nodes[x] EXCEPT !.href = @ - Hold(x)]
+                                             ELSE rs.nodes[x]])]
+    IN  [ReleaseSlots(rs1, Flatten(SubSeq(rs.rslots, 1, nr)))
+         EXCEPT !.sdone = SubSeq(@, nb + 1, Len(@)),
+                !.relq = SubSeq(@, nr + 1, Len(@)),
+                !.rslots = IF Slots THEN SubSeq(@, nr + 1, Len(@)) ELSE @,
+                !.host_free = @ + SumSeq(SubSeq(rs.relq, 1, nr))]
 
+\* The durable marks of the first nb acks (completed[i][r]: what rank r takes as
+\* completed for ack slot i), in order; then the ops leave sq.
+MarkRank(rs, r, nb, completed) ==
+    LET Marked(i) == LET chain == Chain(rs.sq[i][1], rs.sq[i][2])
+                         done == IF Has("durable-on-ack") THEN Len(chain) ELSE completed[i][r]
+                     IN  SelectSeq(SubSeq(chain, 1, Min2(Max2(done, 0), Len(chain))),
+                                   LAMBDA p : rs.owner[p] >= 0)
+        rs1 == IF MirrorReleaseOn THEN MarkPages(AgeRound(rs), Flatten([i \in 1 .. nb |-> Marked(i)])) ELSE rs
+    IN  [rs1 EXCEPT !.sq = SubSeq(@, nb + 1, Len(@))]
+
+\* The agreed plan is released before this round's acks add durable marks: with a
+\* bounded durable LRU a new mark can evict a planned entry's on one rank only
+\* (durable-evicted-while-planned, like release-no-consensus: the marks first).
+\* Without a bound the order makes no difference.
 DrainEffect(rks) ==
     LET nb == MinOver([r \in RankIds |-> Len(rks[r].sdone)])
         nr == MinOver([r \in RankIds |-> Len(rks[r].relq)])
         completed == TLCEval([i \in 1 .. nb |-> SyncedCompleted(rks, i)])
         commit == TLCEval([r \in RankIds |-> IF MirrorReleaseOn THEN Committable(rks[r]) ELSE << >>])
-        drained == TLCEval([r \in RankIds |->
-                      LET rs == AckBackups(rks[r], r, 1, completed)
-                      IN  [rs EXCEPT !.sq = SubSeq(@, nb + 1, Len(@)),
-                                     !.sdone = SubSeq(@, nb + 1, Len(@)),
-                                     !.relq = SubSeq(@, nr + 1, Len(@)),
-                                     !.host_free = @ + SumSeq(SubSeq(rs.relq, 1, nr))]])
-    IN  IF MirrorReleaseOn THEN ReleaseRound(drained, commit) ELSE drained
+        drained == TLCEval([r \in RankIds |-> DrainRank(rks[r], nb, nr)])
+        Mark(x) == TLCEval([r \in RankIds |-> MarkRank(x[r], r, nb, completed)])
+        late == Has("durable-evicted-while-planned") \/ Has("release-no-consensus")
+    IN  IF ~MirrorReleaseOn THEN Mark(drained)
+        ELSE LET c == CommitRound(IF late THEN Mark(drained) ELSE drained, commit)
+                 after == IF late THEN c[1] ELSE Mark(c[1])
+             IN  IF c[2] THEN TLCEval([r \in RankIds |-> [after[r] EXCEPT !.plan = PreparePlan(after[r])]])
+                 ELSE after
 
 \* Runs every iteration while storage operations are outstanding; MIN may be 0.
 drain_storage_control_queues ==
@@ -544,9 +669,11 @@ PrefetchEffect(req, a, fail) ==
         alloc == AllocateHost(TLCEval([r \in RankIds |-> Protect(ranks[r], anchor, 1)]), n, fail, TRUE)
     IN  TLCEval([r \in RankIds |->
                    IF alloc[2][r]
-                   THEN [alloc[1][r] EXCEPT !.host_free = @ - n,
-                                            !.pq = Append(@, << req, anchor, k, n >>),
-                                            !.pdone = Append(@, NOT_DONE)]
+                   THEN LET got == ReserveSlots(alloc[1][r], n)
+                        IN  [got[1] EXCEPT !.host_free = @ - n,
+                                           !.pq = Append(@, << req, anchor, k, n >>),
+                                           !.pdone = Append(@, NOT_DONE),
+                                           !.pslots = IF Slots THEN Append(@, got[2]) ELSE @]
                    ELSE Protect(alloc[1][r], anchor, -1)])
 
 prefetch_from_storage(req, fail) ==
@@ -575,12 +702,21 @@ FinishPrefetch(rs, i, completed) ==
         have == Max({h \in 0 .. Len(fetched) : \A j \in 1 .. h : rs.owner[fetched[j]] >= 0})
         rs1 == IF have > 0 THEN EnsureBoundary(rs, fetched[have]) ELSE rs
         rs2 == IF have < Len(fetched)
-               THEN AddNode(rs1, fetched[have + 1], fetched[Len(fetched)],
-                            [NoNode EXCEPT !.start = fetched[have + 1], !.host = HOST_RESIDENT])
+               THEN TouchLru(AddNode(rs1, fetched[have + 1], fetched[Len(fetched)],
+                                     [NoNode EXCEPT !.start = fetched[have + 1], !.host = HOST_RESIDENT]),
+                             << fetched[Len(fetched)] >>)
                ELSE rs1
         tail == n - completed
         freeNow == have + (IF Has("prefetch-double-free") THEN tail ELSE 0)
-        rs3 == [rs2 EXCEPT !.host_free = @ + freeNow,
+        held == IF Slots THEN rs.pslots[i] ELSE << >>
+        rsS == IF ~Slots THEN rs2
+               ELSE LET a == AdoptSlots(rs2, Slice(fetched, have, Len(fetched)), Slice(held, have, completed))
+                        b == ReleaseSlots(a, Slice(held, 0, have)
+                                             \o (IF Has("prefetch-double-free") THEN Slice(held, completed, Len(held))
+                                                 ELSE << >>))
+                    IN  [b EXCEPT !.pslots = RemoveAt(@, i),
+                                  !.rslots = IF tail # 0 THEN Append(@, Slice(held, completed, Len(held))) ELSE @]
+        rs3 == [rsS EXCEPT !.host_free = @ + freeNow,
                            !.relq = IF tail # 0 THEN Append(@, tail) ELSE @,
                            !.pq = RemoveAt(@, i),
                            !.pdone = RemoveAt(@, i)]
@@ -592,11 +728,54 @@ CheckPrefetchEffect(i) ==
     LET completed == MinOver([r \in RankIds |-> Max2(ranks[r].pdone[i], 0)])
     IN  TLCEval([r \in RankIds |-> FinishPrefetch(ranks[r], i, completed)])
 
-\* Terminate (any time), agree on the completed prefix (MIN), insert it host-only.
+\* A rank's stop vote (can_terminate_prefetch): best_effort always, wait_complete
+\* once its read has finished.
+CanTerminate(rs, i) == PrefetchStop = "best_effort" \/ rs.pdone[i] # NOT_DONE
+
+\* Terminate once the MAX vote says every rank can (else a stuttering step), agree on
+\* the completed prefix (MIN), insert it host-only.  The variant: a rank that can
+\* terminate enters the MIN all-reduce alone and waits there forever.
 check_prefetch_progress(i) ==
     /\ i \in DOMAIN ranks[0].pq
     /\ \A r \in RankIds : i \in DOMAIN ranks[r].pq /\ ranks[r].pq[i] = ranks[0].pq[i]
-    /\ ranks' = CheckPrefetchEffect(i)
+    /\ IF \A r \in RankIds : CanTerminate(ranks[r], i)
+       THEN /\ ranks' = CheckPrefetchEffect(i)
+            /\ UNCHANGED << store, hung, halted >>
+       ELSE IF Has("prefetch-vote-skipped") /\ \E r \in RankIds : CanTerminate(ranks[r], i)
+       THEN /\ hung' = "check_prefetch_progress"
+            /\ UNCHANGED << ranks, store, halted >>
+       ELSE UNCHANGED vars
+
+-----------------------------------------------------------------------------
+(* lock_request, unlock_request (spec/request_locks.py).                   *)
+
+\* match_prefix's device part: leading pages of req cached with a device copy.
+DeviceMatch(rs, req) ==
+    LET path == ReqPages[req]
+        miss == {i \in 1 .. Len(path) : rs.owner[path[i]] < 0 \/ rs.nodes[rs.owner[path[i]]].dev = ABSENT}
+    IN  IF miss = {} THEN Len(path) ELSE Min(miss) - 1
+
+\* match_prefix + inc_lock_ref: split where the device match ends, lock that node's
+\* path to the root, remember the node.
+LockRequestOnRank(rs, req) ==
+    LET last == ReqPages[req][DeviceMatch(rs, req)]
+        rs1 == LockPath(EnsureBoundary(rs, last), last, 1)
+    IN  [rs1 EXCEPT !.running[req] = last]
+
+lock_request(req) ==
+    /\ \A r \in RankIds : ranks[r].running[req] = -1 /\ DeviceMatch(ranks[r], req) > 0
+    /\ ranks' = TLCEval([r \in RankIds |-> LockRequestOnRank(ranks[r], req)])
+    /\ UNCHANGED << store, hung, halted >>
+
+\* The request finished: dec_lock_ref on the node its lock named.
+UnlockRequestOnRank(rs, req) ==
+    LET e == rs.running[req]
+        rs1 == IF Live(rs, e) THEN LockPath(rs, e, -1) ELSE rs
+    IN  [rs1 EXCEPT !.running[req] = -1]
+
+unlock_request(req) ==
+    /\ \A r \in RankIds : ranks[r].running[req] # -1
+    /\ ranks' = TLCEval([r \in RankIds |-> UnlockRequestOnRank(ranks[r], req)])
     /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
@@ -619,6 +798,7 @@ ReplicatedStep ==
     \/ \E e \in Pages, fail \in (IF WriteBack THEN FailSets ELSE {{}}) : evict(e, fail)
     \/ \E e \in Pages : load_back(e)
     \/ Prefetch /\ Storage /\ \E req \in Reqs, fail \in FailSets : prefetch_from_storage(req, fail)
+    \/ RequestLocks /\ \E req \in Reqs : lock_request(req) \/ unlock_request(req)
 
 OtherStep ==
     \/ \E r \in RankIds : write_dma_done(r)
@@ -632,7 +812,7 @@ OtherStep ==
     \/ \E i \in 1 .. Len(ranks[0].pq) : check_prefetch_progress(i)
     \/ Fault("store_loss") /\ \E r \in RankIds, p \in Pages : store_lose(r, p)
     \/ Fault("registry_skew") /\ \E r \in RankIds : registry_skew(r)
-    \/ CpPlanner /\ \E r \in RankIds, e \in Pages : local_access(r, e)
+    \/ (CpPlanner \/ Lru) /\ \E r \in RankIds, e \in Pages : local_access(r, e)
 
 Next ==
     /\ InBounds
@@ -677,10 +857,39 @@ PoolsBalance(rs) ==
 
 slot_conservation == \A r \in RankIds : PoolsBalance(ranks[r])
 
+\* 8. every cached node hangs below the page before it on its token path
+prefix_closed ==
+    \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
+        LET above == Parent[ranks[r].nodes[e].start] IN above < 0 \/ ranks[r].owner[above] >= 0
+
+\* 3, with slot identities: each slot has at most one owner, no owned slot is free,
+\* every slot is owned or free, and the free counter counts distinct free slots.
+SlotsOwned(held, free, count, cap) ==
+    /\ \A i \in DOMAIN held : held[i] >= 0
+    /\ Cardinality(Range(held)) = Len(held)
+    /\ Range(held) \cap free = {}
+    /\ Range(held) \cup free = 0 .. cap - 1
+    /\ count = Cardinality(free)
+
+\* The slots of the pages of live nodes whose copy in the pool is not ABSENT.
+HeldSlots(rs, slot, tier) ==
+    LET ps == Sorted({p \in Pages : rs.owner[p] >= 0 /\ tier[rs.owner[p]] # ABSENT})
+    IN  [i \in DOMAIN ps |-> slot[ps[i]]]
+
+slot_ownership ==
+    \/ ~Slots
+    \/ \A r \in RankIds :
+         LET rs == ranks[r] IN
+         /\ SlotsOwned(HeldSlots(rs, rs.dslot, [e \in Pages |-> rs.nodes[e].dev]),
+                       rs.dfree, rs.dev_free, DevicePages)
+         /\ SlotsOwned(HeldSlots(rs, rs.hslot, [e \in Pages |-> rs.nodes[e].host])
+                          \o Flatten(rs.pslots) \o Flatten(rs.rslots),
+                       rs.hfree, rs.host_free, HostPages)
+
 \* 6. replicas identical unless halted or a pending digest check will catch it
 Replica(rs) ==
     << rs.owner, rs.nodes, rs.dev_free, rs.host_free, rs.wq, rs.lq, rs.sq, rs.pq, rs.relq,
-       rs.closed >>
+       rs.closed, rs.running, rs.lru >>
 
 rank_agreement ==
     \/ halted # "" \/ hung # "" \/ NumRanks < 2
@@ -724,7 +933,7 @@ ReleaseOk(rs, rt, e) ==
     /\ n.href <= 0
     /\ ~n.lbp
     /\ IF ~WriteBack
-       THEN n.lock <= 0 /\ n.dev = RESIDENT /\ Range(Chain(n.start, e)) \subseteq rt.durable
+       THEN n.lock <= 0 /\ n.dev = RESIDENT /\ Range(Chain(n.start, e)) \subseteq rs.durable \cup rt.durable
        ELSE IsDeviceLeaf(rs, e) =>
               ~\E i \in DOMAIN rs.dups :
                  LET d == rs.dups[i] IN

@@ -10,8 +10,8 @@ EXTENDS Integers, Sequences, FiniteSets, TLC
 
 CONSTANTS
     NumRanks,          \* tensor-parallel ranks, each with a replica of the tree
-    Requests,          \* sequence of requests, each a sequence of page tokens
-    PagePaths,         \* page id + 1 -> token path, sorted lexicographically
+    Requests,          \* sequence of requests, each a sequence of tokens
+    PagePaths,         \* page id + 1 -> token path (whole pages), sorted lexicographically
     DevicePages,       \* device pool capacity per rank (pages)
     HostPages,         \* host pool capacity per rank (pages)
     Policy,            \* "write_through" | "write_through_selective" | "write_back"
@@ -21,12 +21,21 @@ CONSTANTS
     DuplicateReclaim,  \* seed 001
     SingleWriter,      \* MLA: rank 0 writes storage for everybody
     CpPlanner,         \* context-parallel load-back planner (seed 004 header)
+    CpLanes,           \* CP owner lanes of the device pool
     Faults,            \* set of fault names (spec/config.py FAULTS)
     HostFreeTarget,    \* mirror release runs while host_free < HostFreeTarget
     FailCloseAfter,    \* plan mismatches before mirror release fail-closes
     DigestBits,        \* width of the machine integers digests travel in
+    PrefetchStop,      \* "best_effort" | "wait_complete": each rank's prefetch stop vote
+    DurableCapacity,   \* bound of the durable LRU in pages (0: unbounded)
+    RefreshRounds,     \* anti-churn age gate in drain rounds (0: none)
     MaxLock,           \* bound on lock_ref / host_ref_counter (CONSTRAINT)
-    Variants           \* set of bug-variant names (spec/variants.py)
+    Variants,          \* set of bug-variant names (spec/variants.py)
+    LoadBackThreshold, \* load-backs of fewer tokens are refused
+    PageSize,          \* tokens per page
+    VictimOrder,       \* "path" | "lru": the order host-side victims are taken in
+    Slots,             \* slot identities: which slot holds each page, free slot sets
+    RequestLocks       \* running requests lock their matched device prefix
 
 -----------------------------------------------------------------------------
 (* Small helpers.                                                          *)
@@ -50,6 +59,12 @@ RemoveAt(s, i) == SubSeq(s, 1, i - 1) \o SubSeq(s, i + 1, Len(s))
 RECURSIVE SumSeq(_)
 SumSeq(s) == IF s = << >> THEN 0 ELSE Head(s) + SumSeq(Tail(s))
 
+\* Python's s[a:b] (0-based, clamped to the sequence).
+Slice(s, a, b) == SubSeq(s, a + 1, Min2(b, Len(s)))
+
+RECURSIVE Flatten(_)
+Flatten(ss) == IF ss = << >> THEN << >> ELSE Head(ss) \o Flatten(Tail(ss))
+
 RECURSIVE Sorted(_)
 Sorted(S) == IF S = {} THEN << >> ELSE << Min(S) >> \o Sorted(S \ {Min(S)})
 
@@ -60,7 +75,10 @@ RankIds == 0 .. NumRanks - 1
 Pages == 0 .. Len(PagePaths) - 1
 Reqs == 0 .. Len(Requests) - 1
 Path(p) == PagePaths[p + 1]
-Depth(p) == Len(Path(p))
+Depth(p) == Len(Path(p)) \div PageSize
+\* A page's own tokens, and a request's whole pages (a partial last page is not cached).
+Tokens(p) == SubSeq(Path(p), Len(Path(p)) - PageSize + 1, Len(Path(p)))
+WholePages(req) == Len(req) \div PageSize
 PageOf(path) == CHOOSE q \in Pages : Path(q) = path
 
 \* Python tuple order on token paths.
@@ -68,19 +86,26 @@ LexLess(a, b) ==
     LET k == Max({i \in 0 .. Min2(Len(a), Len(b)) : SubSeq(a, 1, i) = SubSeq(b, 1, i)})
     IN  IF k = Len(a) THEN Len(b) > k ELSE k < Len(b) /\ a[k + 1] < b[k + 1]
 
-Prefixes == UNION {{SubSeq(Requests[i], 1, j) : j \in 1 .. Len(Requests[i])} : i \in 1 .. Len(Requests)}
+Prefixes == UNION {{SubSeq(Requests[i], 1, j * PageSize) : j \in 1 .. WholePages(Requests[i])}
+                   : i \in 1 .. Len(Requests)}
 
 ASSUME /\ NumRanks >= 1
        /\ {Path(p) : p \in Pages} = Prefixes
        /\ \A p \in 0 .. Len(PagePaths) - 2 : LexLess(Path(p), Path(p + 1))
        /\ Policy \in {"write_through", "write_through_selective", "write_back"}
        /\ DigestBits \in 2 .. 30      \* TLC integers are 32-bit
+       /\ PrefetchStop \in {"best_effort", "wait_complete"}
+       /\ PageSize >= 1 /\ LoadBackThreshold >= 1 /\ CpLanes >= 1
+       /\ VictimOrder \in {"path", "lru"}
 
 \* Constant tables: TLC evaluates each once.
-Parent == TLCEval([p \in Pages |-> IF Depth(p) = 1 THEN -1 ELSE PageOf(SubSeq(Path(p), 1, Depth(p) - 1))])
+Parent == TLCEval([p \in Pages |-> IF Depth(p) = 1 THEN -1
+                                    ELSE PageOf(SubSeq(Path(p), 1, (Depth(p) - 1) * PageSize))])
 Children == TLCEval([p \in Pages |-> {c \in Pages : Parent[c] = p}])
-AncAt == TLCEval([p \in Pages |-> TLCEval([d \in 1 .. Depth(p) |-> PageOf(SubSeq(Path(p), 1, d))])])
-ReqPages == TLCEval([i \in Reqs |-> TLCEval([j \in 1 .. Len(Requests[i + 1]) |-> PageOf(SubSeq(Requests[i + 1], 1, j))])])
+Roots == {p \in Pages : Parent[p] = -1}
+AncAt == TLCEval([p \in Pages |-> TLCEval([d \in 1 .. Depth(p) |-> PageOf(SubSeq(Path(p), 1, d * PageSize))])])
+ReqPages == TLCEval([i \in Reqs |-> TLCEval([j \in 1 .. WholePages(Requests[i + 1]) |->
+                                                PageOf(SubSeq(Requests[i + 1], 1, j * PageSize))])])
 
 \* Pages from start down to end inclusive (start is an ancestor-or-self of end).
 \* (Nested over the interval Pages, not over Pages \X Pages: TLC looks an interval
@@ -98,6 +123,8 @@ WriteBack == Policy = "write_back"
 WriteThreshold == IF Policy = "write_through_selective" THEN 2 ELSE 1
 Has(v) == v \in Variants
 Fault(f) == f \in Faults
+Lru == VictimOrder = "lru"
+TracksDurableLru == DurableCapacity > 0 \/ RefreshRounds > 0
 TracksDigest == WriteBack /\ DuplicateReclaim /\ NumRanks > 1
 MirrorReleaseOn == MirrorRelease /\ Storage /\ ~WriteBack /\ ~Has("host-starvation")
 

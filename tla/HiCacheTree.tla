@@ -22,12 +22,29 @@ NoNode == [start |-> -1, dev |-> ABSENT, host |-> ABSENT, lock |-> 0, href |-> 0
            hits |-> 0, lbp |-> FALSE, rel |-> FALSE]
 NewNode(start) == [NoNode EXCEPT !.start = start, !.dev = RESIDENT]
 
+\* lru (victim_order = "lru"): live node ends, least recently used first, by the
+\* replicated logical clock; clock is then the rank's wall-clock order of the same touches
+\* and its own local ones.
+\* (A feature's fields stay << >> or {} while it is off, as in the spec.)
+\* Slots only (spec/slots.py): dslot / hslot[p] the device / host slot of page p (-1:
+\* none), dfree / hfree the free slots (the spec's bitmasks as sets), pslots / rslots the
+\* host slots each prefetch / release-queue entry holds.
+\* dlru (durable_capacity / refresh_rounds only): << page, drain rounds since marked >>,
+\* least recently marked first.
+\* running[req]: the node end request req locked, -1 when it is not running (the
+\* spec's sorted tuple of (request, end) pairs, one per running request).
 EmptyRank ==
     [owner |-> TLCEval([p \in Pages |-> -1]), nodes |-> TLCEval([p \in Pages |-> NoNode]),
      dev_free |-> DevicePages, host_free |-> HostPages, durable |-> {},
      wq |-> << >>, wdone |-> 0, lq |-> << >>, ldone |-> 0, sq |-> << >>, sdone |-> << >>,
      pq |-> << >>, pdone |-> << >>, relq |-> << >>, plan |-> << >>, mismatch |-> 0,
-     closed |-> FALSE, dups |-> << >>, digest |-> << >>, clock |-> << >>]
+     closed |-> FALSE, dups |-> << >>, digest |-> << >>, clock |-> << >>,
+     lru |-> << >>, running |-> IF RequestLocks THEN TLCEval([i \in Reqs |-> -1]) ELSE << >>,
+     dslot |-> IF Slots THEN TLCEval([p \in Pages |-> -1]) ELSE << >>,
+     hslot |-> IF Slots THEN TLCEval([p \in Pages |-> -1]) ELSE << >>,
+     dfree |-> IF Slots THEN 0 .. DevicePages - 1 ELSE {},
+     hfree |-> IF Slots THEN 0 .. HostPages - 1 ELSE {},
+     pslots |-> << >>, rslots |-> << >>, dlru |-> << >>]
 
 -----------------------------------------------------------------------------
 (* Tree queries (spec/state.py).                                           *)
@@ -64,6 +81,33 @@ NodesCovering(rs, s, e) ==
 
 AllDurable(rs, e) == \A p \in Range(NodePages(rs, e)) : p \in rs.durable
 
+\* Seed 000's durable LRU (spec/durable.py): a mark's age in drain rounds, capped.
+AgeOf(rs, p) ==
+    IF \E i \in DOMAIN rs.dlru : rs.dlru[i][1] = p
+    THEN rs.dlru[CHOOSE i \in DOMAIN rs.dlru : rs.dlru[i][1] = p][2]
+    ELSE RefreshRounds
+
+\* Every mark of the node is younger than refresh_rounds (always, without the gate).
+Fresh(rs, e) == RefreshRounds = 0 \/ \A p \in Range(NodePages(rs, e)) : AgeOf(rs, p) < RefreshRounds
+
+\* A drain round passes: every mark is one round older.
+AgeRound(rs) ==
+    IF rs.dlru = << >> \/ RefreshRounds = 0 THEN rs
+    ELSE [rs EXCEPT !.dlru = [i \in DOMAIN rs.dlru |-> << rs.dlru[i][1], Min2(rs.dlru[i][2] + 1, RefreshRounds) >>]]
+
+\* Mark page p durable (most recent, age 0); over capacity the least recently marked
+\* pages lose their marks.
+MarkPage(rs, p) ==
+    LET lru == Append(SelectSeq(rs.dlru, LAMBDA x : x[1] # p), << p, 0 >>)
+        drop == IF DurableCapacity > 0 THEN Max2(0, Len(lru) - DurableCapacity) ELSE 0
+    IN  [rs EXCEPT !.durable = (@ \cup {p}) \ {lru[j][1] : j \in 1 .. drop},
+                   !.dlru = SubSeq(lru, drop + 1, Len(lru))]
+
+RECURSIVE MarkPages(_, _)
+MarkPages(rs, ps) ==
+    IF ~TracksDurableLru THEN [rs EXCEPT !.durable = @ \cup Range(ps)]
+    ELSE IF ps = << >> THEN rs ELSE MarkPages(MarkPage(rs, Head(ps)), Tail(ps))
+
 \* In evictable_leaves: resident, unlocked, no child holds a device copy.
 IsDeviceLeaf(rs, e) ==
     /\ rs.nodes[e].dev = RESIDENT
@@ -90,6 +134,27 @@ SumLenSet(rs, S) == Cardinality({p \in Pages : rs.owner[p] \in S})
 SumLen(rs, es) == SumLenSet(rs, Range(es))   \* es: distinct live nodes
 
 -----------------------------------------------------------------------------
+(* CP owner lanes of the device pool (spec/cp_planner.py).                 *)
+
+\* Owner lanes (cp_lanes): a page's lane is its path position mod CpLanes; each lane
+\* holds an even share of DevicePages (the first lanes take the rest).
+Lanes == 0 .. CpLanes - 1
+LaneOf(p) == (Depth(p) - 1) % CpLanes
+LaneCapacity(l) == DevicePages \div CpLanes + (IF l < DevicePages % CpLanes THEN 1 ELSE 0)
+LaneCounts(ps) == [l \in Lanes |-> Cardinality({p \in ps : LaneOf(p) = l})]
+SumLanes(f) == SumSeq([i \in 1 .. CpLanes |-> f[i - 1]])
+
+\* Per lane, the pages a device allocation of the page set ps lacks (one lane: the
+\* total shortfall).
+LaneDeficits(rs, ps) ==
+    IF CpLanes = 1 THEN [l \in Lanes |-> Max2(0, Cardinality(ps) - rs.dev_free)]
+    ELSE LET need == LaneCounts(ps)
+             used == LaneCounts({p \in Pages : rs.owner[p] >= 0 /\ rs.nodes[rs.owner[p]].dev # ABSENT})
+         IN  [l \in Lanes |-> Max2(0, need[l] - (LaneCapacity(l) - used[l]))]
+
+AnyDeficit(d) == \E l \in Lanes : d[l] > 0
+
+-----------------------------------------------------------------------------
 (* Structural edits (spec/tree.py).                                        *)
 
 AddNode(rs, s, e, node) ==
@@ -106,6 +171,77 @@ RegisterDuplicate(rs, e) ==
     THEN rs
     ELSE [rs EXCEPT !.dups = Append(@, e)]
 
+-----------------------------------------------------------------------------
+(* Slot identities (spec/slots.py): allocation takes the lowest free slots, *)
+(* assigned to the pages in path order.  No-ops without Slots.             *)
+
+LowestSlots(free, n) == SubSeq(Sorted(free), 1, Min2(n, Cardinality(free)))
+
+\* owner with the i-th page of `pages` given the i-th slot of `got` (zip: the shorter wins).
+Assign(owner, pages, got) ==
+    LET n == Min2(Len(pages), Len(got))
+        at == {pages[i] : i \in 1 .. n}
+    IN  [p \in Pages |-> IF p \in at THEN got[CHOOSE i \in 1 .. n : pages[i] = p] ELSE owner[p]]
+
+\* Give the pages (a sequence) the lowest free slots of pool "d" or "h".
+TakeSlots(rs, pool, pages) ==
+    IF ~Slots THEN rs
+    ELSE IF pool = "d"
+    THEN LET got == LowestSlots(rs.dfree, Len(pages))
+         IN  [rs EXCEPT !.dslot = Assign(@, pages, got), !.dfree = @ \ Range(got)]
+    ELSE LET got == LowestSlots(rs.hfree, Len(pages))
+         IN  [rs EXCEPT !.hslot = Assign(@, pages, got), !.hfree = @ \ Range(got)]
+
+\* Return the slots of a set of pages to the pool's free set.
+GiveSlots(rs, pool, ps) ==
+    IF ~Slots THEN rs
+    ELSE IF pool = "d"
+    THEN [rs EXCEPT !.dfree = @ \cup {rs.dslot[p] : p \in {q \in ps : rs.dslot[q] >= 0}},
+                    !.dslot = [p \in Pages |-> IF p \in ps THEN -1 ELSE @[p]]]
+    ELSE [rs EXCEPT !.hfree = @ \cup {rs.hslot[p] : p \in {q \in ps : rs.hslot[q] >= 0}},
+                    !.hslot = [p \in Pages |-> IF p \in ps THEN -1 ELSE @[p]]]
+
+\* A prefetch reserves n host slots: << rank state, slots >>.
+ReserveSlots(rs, n) ==
+    IF ~Slots THEN << rs, << >> >>
+    ELSE LET got == LowestSlots(rs.hfree, n) IN << [rs EXCEPT !.hfree = @ \ Range(got)], got >>
+
+ReleaseSlots(rs, got) == IF ~Slots THEN rs ELSE [rs EXCEPT !.hfree = @ \cup Range(got)]
+
+\* Reserved host slots become the host copies of the pages (a prefetch inserted).
+AdoptSlots(rs, pages, got) == IF ~Slots THEN rs ELSE [rs EXCEPT !.hslot = Assign(@, pages, got)]
+
+\* Variant split-slice-off-by-one: the lower half's device slots are sliced one page
+\* early: its first page takes the upper half's last slot, its own last slot is lost.
+SplitSlots(rs, lower, at) ==
+    IF ~Slots THEN rs
+    ELSE LET old == << rs.dslot[at] >> \o [i \in DOMAIN lower |-> rs.dslot[lower[i]]]
+         IN  [rs EXCEPT !.dslot = Assign(@, lower, old)]
+
+-----------------------------------------------------------------------------
+(* Access order (victim_order = "lru", spec/tree.py touch).                *)
+
+Moved(order, es) == SelectSeq(order, LAMBDA x : ~InSeq(x, es)) \o es
+
+\* The nodes a replicated step accessed become the most recent, in access order.
+TouchLru(rs, es) ==
+    IF ~Lru \/ es = << >> THEN rs
+    ELSE [rs EXCEPT !.lru = Moved(@, es), !.clock = Moved(@, es)]
+
+\* A split's upper half `at` copies `end`'s stamp, just before it.
+CopyStamp(order, end, at) ==
+    LET i == CHOOSE j \in DOMAIN order : order[j] = end
+    IN  SubSeq(order, 1, i - 1) \o << at >> \o SubSeq(order, i, Len(order))
+
+\* The order host-side victims are taken in: the replicated LRU order, or (variant
+\* lru-local-clock) the rank's wall-clock order.
+VictimOrderOf(rs) == IF Has("lru-local-clock") THEN rs.clock ELSE rs.lru
+
+\* The first victim of a nonempty set of live nodes.
+FirstVictim(rs, S) == IF Lru THEN SelectSeq(VictimOrderOf(rs), LAMBDA x : x \in S)[1] ELSE Min(S)
+
+-----------------------------------------------------------------------------
+
 \* _split_node: cut node `e` after page `at`; the upper half ends at `at`.
 SplitNode(rs, e, at) ==
     LET old == rs.nodes[e]
@@ -115,7 +251,11 @@ SplitNode(rs, e, at) ==
                              !.lbp = IF Has("split-drops-pending-mark") THEN FALSE ELSE old.lbp]
         rs1 == AddNode(rs, old.start, at, upper)
         rs2 == [rs1 EXCEPT !.nodes[e] = [old EXCEPT !.start = lowerStart]]
-    IN  RegisterDuplicate(rs2, at)
+        rs3 == IF Has("split-slice-off-by-one") /\ old.dev # ABSENT
+               THEN SplitSlots(rs2, Chain(lowerStart, e), at) ELSE rs2
+        rs4 == IF Lru THEN [rs3 EXCEPT !.lru = CopyStamp(@, e, at), !.clock = CopyStamp(@, e, at)]
+               ELSE rs3
+    IN  RegisterDuplicate(rs4, at)
 
 EnsureBoundary(rs, page) ==
     LET e == rs.owner[page] IN IF e >= 0 /\ e # page THEN SplitNode(rs, e, page) ELSE rs
@@ -126,7 +266,10 @@ RemoveNodes(rs, ends) ==
     IN  [rs EXCEPT !.owner = TLCEval([p \in Pages |-> IF p \in ps THEN -1 ELSE rs.owner[p]]),
                    !.nodes = TLCEval([p \in Pages |-> IF p \in ends THEN NoNode ELSE rs.nodes[p]]),
                    !.durable = @ \ ps,
-                   !.dups = SelectSeq(@, LAMBDA d : d \notin ends)]
+                   !.dlru = SelectSeq(@, LAMBDA x : x[1] \notin ps),
+                   !.dups = SelectSeq(@, LAMBDA d : d \notin ends),
+                   !.lru = IF Lru THEN SelectSeq(@, LAMBDA d : d \notin ends) ELSE @,
+                   !.clock = IF Lru THEN SelectSeq(@, LAMBDA d : d \notin ends) ELSE @]
 
 \* inc_lock_ref / dec_lock_ref: every node from e up to the root.
 LockPath(rs, e, delta) ==
@@ -136,7 +279,8 @@ LockPath(rs, e, delta) ==
                                                        ELSE rs.nodes[x]])]
 
 FreeNodeHost(rs, e) ==
-    [rs EXCEPT !.host_free = @ + NodeLen(rs, e), !.nodes[e].host = ABSENT]
+    [GiveSlots(rs, "h", Range(NodePages(rs, e))) EXCEPT !.host_free = @ + NodeLen(rs, e),
+                                                        !.nodes[e].host = ABSENT]
 
 -----------------------------------------------------------------------------
 (* Digests (spec/digest.py).  TLC integers are 32-bit, so products are     *)
@@ -212,14 +356,15 @@ ReclaimDuplicates(rs, need) ==
              ELSE LET p2 == ReclaimPass(p1[1], p1[1].dups, need, p1[2], FALSE)
                   IN  << p2[1], p2[2] >>
 
-\* LRU host leaves (lowest end page first) until `need` pages are freed.
+\* Host leaves in victim order (lowest end page first, or LRU) until `need` pages are freed.
 RECURSIVE EvictHostLeaves(_, _, _)
 EvictHostLeaves(rs, need, freed) ==
     IF freed >= need THEN rs
     ELSE LET leaves == {e \in LiveNodes(rs) : IsHostLeaf(rs, e) /\ rs.nodes[e].href = 0}
          IN  IF leaves = {} THEN rs
-             ELSE LET v == Min(leaves)  size == NodeLen(rs, v)
-                  IN  EvictHostLeaves([RemoveNodes(rs, {v}) EXCEPT !.host_free = rs.host_free + size],
+             ELSE LET v == FirstVictim(rs, leaves)  size == NodeLen(rs, v)
+                  IN  EvictHostLeaves([RemoveNodes(GiveSlots(rs, "h", Range(NodePages(rs, v))), {v})
+                                          EXCEPT !.host_free = rs.host_free + size],
                                       need, freed + size)
 
 \* evict_host(need): free at least `need` host pages if it can.
