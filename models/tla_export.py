@@ -34,11 +34,13 @@ ORDER = [x for c in CONSTANTS.values() if c.twin
          for x in ((c.twin, "PagePaths") if c.name == "requests" else (c.twin,))]
 
 
-# Values of twin constants that the twin does not model yet (spec features newer than it).
-_TWINLESS_VALUES = (
-    (lambda c: c.prefetch_stop == "timeout", 'prefetch_stop = "timeout" (the prefetch_timeout action)'),
-    (lambda c: c.cp_planner and c.victim_order == "lru",
-     'the CP planner under victim_order = "lru" (the twin\'s planner breaks ties by end page)'),
+# Values of twin constants that the twin does not model yet (spec features newer than
+# it): (when refused, the option as the error names it, why, the spec actions it enables).
+TWINLESS_VALUES = (
+    (lambda c: c.prefetch_stop == "timeout", 'prefetch_stop = "timeout"',
+     "no prefetch_timeout operator", ("prefetch_timeout",)),
+    (lambda c: c.cp_planner and c.victim_order == "lru", 'victim_order = "lru" with cp_planner',
+     "the twin's planner breaks ties by end page", ()),
 )
 
 
@@ -50,9 +52,9 @@ def refuse_options(cfg, where: str = "model") -> None:
     for v in sorted(cfg.variants):
         if not VARIANTS[v].twin:
             raise UserError(f"{where}: variant {v} is not in the TLA+ twin (tla/HiCache.tla does not model it)")
-    for refused, why in _TWINLESS_VALUES:
+    for refused, option, why, _ in TWINLESS_VALUES:
         if refused(cfg):
-            raise UserError(f"{where}: {why} is not in the TLA+ twin (tla/HiCache.tla does not model it)")
+            raise UserError(f"{where}: option {option} is not in the TLA+ twin (tla/HiCache.tla: {why})")
     for name in changed(cfg, lambda c: not c.twin):
         value, default = getattr(cfg, name), CONSTANTS[name].default
         raise UserError(
