@@ -8,8 +8,10 @@ Run inside an SGLang lane:
         --examples 30 --steps 30 --json out.json
 
 Each run is ``MODEL`` (1 rank in-process) or ``MODEL@gloo`` (real gloo rank processes;
-``MODEL:3@gloo`` overrides the model's rank count),
-optionally ``!OPTION[,OPTION]``: those spec options off on the spec side only, to show
+``MODEL:3@gloo`` overrides the model's rank count), optionally ``~STRATEGY``: that run's
+action choice instead of ``--strategy`` (tiercheck.conformance.steering; e.g.
+``sglang/wt-prefetch-2r@gloo~coverage``, whose prefetch actions the ``index`` choice never
+reaches), and optionally ``!OPTION[,OPTION]``: those spec options off on the spec side only, to show
 the SGLang behaviour each option models (the run should then disagree).
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -82,7 +85,8 @@ def conform(model_ref, backend, examples, steps, seed, out_dir, without=(), stra
                                             timeout=COLLECTIVE_TIMEOUT), tally, rounds)
     t0 = time.monotonic()
     row = {"model": model_ref, "ranks": cfg.ranks, "backend": backend, "policy": cfg.policy,
-           "storage": cfg.storage, "seed": seed, "steps_per_example": steps, "without": list(without)}
+           "storage": cfg.storage, "seed": seed, "steps_per_example": steps, "without": list(without),
+           "strategy": strategy}
     label = "-".join(["sglang", *(f"without-{o}" for o in without)])
     findings, totals = find_distinct(factory, examples, steps, seed, record_dir=out_dir, label=label, limit=limit,
                                      strategy=strategy, rounds=rounds, shrink_budget=SHRINK_SECONDS)
@@ -188,6 +192,20 @@ def option_traces(model_ref, option, out_dir):
     return actions
 
 
+def parse_run(spec: str, strategy: str = "index") -> tuple[str, str, str, list[str]]:
+    """``MODEL[@BACKEND][~STRATEGY][!OPTION,...]`` -> (model, backend, strategy, options off);
+    ``strategy``: the one a run without ``~`` uses."""
+    from tiercheck.conformance.steering import STRATEGIES
+    from tiercheck.errors import UserError
+
+    head, _, off = spec.partition("!")
+    head, _, own = head.partition("~")
+    model_ref, _, backend = head.partition("@")
+    if own and own not in STRATEGIES:
+        raise UserError(f"run {spec}: unknown strategy {own!r} (known: {', '.join(STRATEGIES)})")
+    return model_ref, backend or "lockstep", own or strategy, [o for o in off.split(",") if o]
+
+
 def load_config(model_ref):
     """A model's constants; ``MODEL:R`` runs it with R ranks (e.g. a 2-rank model on 3)."""
     from dataclasses import replace
@@ -238,15 +256,13 @@ def main(argv=None) -> int:
 
     failed = 0
     for spec in args.runs:
-        spec_part, _, off = spec.partition("!")
-        model_ref, _, backend = spec_part.partition("@")
-        backend = backend or "lockstep"
-        without = [o for o in off.split(",") if o] + list(args.without)
+        model_ref, backend, strategy, without = parse_run(spec, args.strategy)
+        without += list(args.without)
         try:
             check_supported(load_config(model_ref), require_lane())
         except UserError as exc:  # a model this release's adapter core does not map
             row = {"kind": "conform" if not args.no_conform else "tour", "model": model_ref, "backend": backend,
-                   "result": "n/a", "message": str(exc)}
+                   "strategy": strategy, "result": "n/a", "message": str(exc)}
             print(json.dumps(row), flush=True)
             if args.json:
                 with open(args.json, "a") as fh:
@@ -260,9 +276,9 @@ def main(argv=None) -> int:
         if not args.no_conform:
             # One folder per run: counterexample files are named by their steps, and two
             # runs can shrink to the same steps on different models.
-            run_dir = Path(args.out) / spec.replace("/", "-").replace("@", "-").replace(":", "-r").replace("!", "-")
+            run_dir = Path(args.out) / re.sub(r"[/@~!]", "-", spec.replace(":", "-r"))
             rows.append(dict(kind="conform", **conform(model_ref, backend, args.examples, args.steps, args.seed,
-                                                       str(run_dir), without, args.strategy)))
+                                                       str(run_dir), without, strategy)))
         if not args.no_tours:
             rows.append(dict(kind="tour", **tour(model_ref, backend)))
         per_rank = coverage(model_ref, backend)

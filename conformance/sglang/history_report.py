@@ -48,6 +48,26 @@ def _why_untaken(name: str, rows) -> str:
     return NOT_DRIVEN.get(name, "not reached within the budget")
 
 
+def unreached_actions(row: dict) -> list[str]:
+    """The actions a stateful run's model reaches in the spec (its bounded breadth-first
+    map, tiercheck.conformance.atlas) that the run never took: a run that conforms without
+    them has not exercised what its model is there for."""
+    from tiercheck.conformance.atlas import atlas_for
+    from tiercheck.spec.model import Model
+
+    from .campaign import load_config
+
+    reachable = {name for name, _outcome in atlas_for(Model(load_config(row["model"]))).pairs}
+    return sorted(n for n in reachable if not (row.get("actions") or {}).get(n))
+
+
+def _untaken_label(names: list[str]) -> str:
+    """``prefetch`` for all the prefetch actions at once, the other actions by name."""
+    whole = set(PREFETCH_ACTIONS) <= set(names)
+    rest = [f"`{n}`" for n in names if not (whole and n in PREFETCH_ACTIONS)]
+    return ", ".join((["prefetch"] if whole else []) + rest)
+
+
 def _anchor(text: str) -> str:
     """GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens."""
     return re.sub(r"[^a-z0-9 _-]", "", text.lower()).replace(" ", "-")
@@ -147,18 +167,31 @@ def write_report(data: dict, path: Path) -> None:
                      f"{len(r['rows'])} | {bad} | {len(distinct)} |")
     lines += ["", "## Runs x releases", "",
               "Stateful runs: distinct disagreements found (steps applied in the search, all rounds);"
-              " tours: disagreeing traces / traces.", ""]
+              " `conforms, X not reached`: the run agreed but never took X, actions its model's spec"
+              " reaches; `~STRATEGY`: the run's action choice (tiercheck.conformance.steering), `index`"
+              " when none; tours: disagreeing traces / traces.", ""]
+    chosen = {}  # (model, backend) -> the strategy the run list gives it
+    for spec in b["runs"]:
+        head, _, strategy = spec.partition("~")
+        model, _, backend = head.partition("@")
+        chosen[(model, backend or "lockstep")] = strategy or "index"
     by_run: dict = {}
     unmapped: dict = {}  # why a run is n/a -> releases
     for r in results:
         for row in r.get("rows", ()):
-            name = f"{row['kind']} `{row['model']}{'@gloo' if row['backend'] == 'gloo' else ''}`"
+            # an n/a row chose no action: it is named as the run list names its run
+            strategy = row.get("strategy") or (chosen.get((row["model"], row["backend"]), "index")
+                                               if row.get("result") == "n/a" else "index")
+            name = (f"{row['kind']} `{row['model']}{'@gloo' if row['backend'] == 'gloo' else ''}"
+                    f"{'~' + strategy if strategy != 'index' else ''}`")
             if row.get("result") == "n/a":  # the release's adapter core does not map the model
                 cell = "n/a"
                 unmapped.setdefault(row["message"].split(": ", 1)[-1], []).append(r["release"])
             elif row["kind"] == "conform":
                 n = len(row.get("findings") or ()) or (row["result"] == "disagrees")
                 cell = f"{n} found ({row['steps']})" if n else f"conforms ({row['steps']})"
+                if not n and (missed := unreached_actions(row)):
+                    cell = f"conforms ({row['steps']}), {_untaken_label(missed)} not reached"
             else:
                 cell = f"{len(row['disagreements'])}/{row['traces']} disagree"
             by_run.setdefault(name, {})[r["release"]] = cell

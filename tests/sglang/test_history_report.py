@@ -44,3 +44,19 @@ def test_cells_say_what_each_release_does(tmp_path):
     assert row.split(" | ")[3:6] == ["**caught**", "clean", "unreached"]
     assert "passing `" + LEAK + "`" in text  # the replay line names what the trace passes
     assert "| 0.5.9 | skipped: no shim |" in text
+
+
+def test_a_run_that_conforms_without_its_models_actions_says_so(tmp_path):
+    data = _data()
+    taken = {"insert": 5, "evict": 1, "writing_check": 1, "write_dma_done": 1, "load_back": 1, "loading_check": 1,
+             "load_dma_done": 1, "storage_backup_done": 1, "drain_storage_control_queues": 1}
+    row = {"kind": "conform", "model": "sglang/wt-prefetch-2r", "backend": "gloo", "result": "conforms",
+           "steps": 9, "actions": {**taken, "prefetch_from_storage": 0, "prefetch_io": 0,
+                                   "check_prefetch_progress": 0}}
+    data["results"][0]["rows"] += [row, {**row, "strategy": "coverage",
+                                         "actions": {**taken, "prefetch_from_storage": 2, "prefetch_io": 1,
+                                                     "check_prefetch_progress": 1}}]
+    write_report(data, tmp_path / "history.md")
+    text = (tmp_path / "history.md").read_text()
+    assert "| conform `sglang/wt-prefetch-2r@gloo` | conforms (9), prefetch not reached |" in text
+    assert "| conform `sglang/wt-prefetch-2r@gloo~coverage` | conforms (9) |" in text

@@ -42,3 +42,33 @@ def test_reuse_takes_complete_campaigns_and_cached_replays(tmp_path):
     expected = json.loads((out / "history.json").read_text())["expected"]
     assert expected == {stored: {"0.5.14": "disagrees"}}
     assert "**caught**" in (out / "history.md").read_text()
+
+
+def test_a_run_given_another_strategy_reruns_where_it_was_driven():
+    prefetch = "sglang/wt-prefetch-2r@gloo"
+    driven = {"kind": "conform", "model": "sglang/wt-prefetch-2r", "backend": "gloo", "result": "conforms"}
+    na = {**driven, "result": "n/a", "message": "prefetch is not mapped"}
+    runs = ["sglang/wt-1r", prefetch + "~coverage"]
+    # the index-choice row is stale once the run list says ~coverage; an n/a row stands for any strategy
+    assert history.current_rows(ROWS[:1] + [driven], runs, []) == ROWS[:1]
+    assert history.missing_runs(ROWS[:1], runs, []) == ([prefetch + "~coverage"], [])
+    assert history.current_rows([na], runs, []) == [na]
+    assert history.missing_runs([na], [prefetch + "~coverage"], []) == ([], [])
+    again = {**driven, "strategy": "coverage"}
+    assert history.missing_runs([again], [prefetch + "~coverage"], []) == ([], [])
+    assert history.current_rows([again, na], [prefetch + "~coverage"], [], rerun=[prefetch + "~coverage"]) == [na]
+
+
+def test_a_run_names_its_own_strategy():
+    import pytest
+
+    from tiercheck.conformance.sglang.campaign import parse_run
+    from tiercheck.errors import UserError
+
+    assert parse_run("sglang/wt-prefetch-2r@gloo~coverage!prefetch_at_hit") == (
+        "sglang/wt-prefetch-2r", "gloo", "coverage", ["prefetch_at_hit"])
+    assert parse_run("sglang/wb-2r:3@gloo", "swarm") == ("sglang/wb-2r:3", "gloo", "swarm", [])
+    assert parse_run("sglang/wt-1r") == ("sglang/wt-1r", "lockstep", "index", [])
+    with pytest.raises(UserError, match="unknown strategy 'fast'"):
+        parse_run("sglang/wt-1r~fast")
+    assert history.run_key("sglang/wt-1r~index") == history.run_key("sglang/wt-1r") == "sglang/wt-1r@lockstep"

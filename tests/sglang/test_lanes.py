@@ -149,6 +149,34 @@ def test_a_replay_passing_the_admission_divergence_reaches_the_early_return():
         assert out.mismatch is None
 
 
+@pytest.mark.gloo
+def test_host_slots_freed_lazily_count_as_free():
+    """From 0.5.16 SGLang's host pool frees lazily (pool_host/base.py keeps freed slots in
+    ``release_slots`` until an allocation merges them), so the HiRadixCache core reads free
+    host slots from the pool's ``slot_used``. Pinned with the campaign's 0.5.16 trace: past
+    the per-rank admission divergence, rank 0's host copy of node 1 is freed by the evict;
+    counting ``free_slots`` alone reported that slot as leaked ("host slots leaked: [3]")."""
+    from tiercheck.conformance.distinct import first_new, signature
+    from tiercheck.conformance.sglang import SGLangDriver
+    from tiercheck.conformance.sglang.versions import parse
+    from tiercheck.models import model_file
+    from tiercheck.spec.action import act
+    from tiercheck.spec.model import Model
+
+    if shims.select(_version()).core != "hrc" or parse(_version()) < parse("0.5.16"):
+        pytest.skip("a HiRadixCache release whose host pool frees lazily (0.5.16, 0.5.17)")
+    cfg = model_file.load("sglang/wt-alloc-2r").config
+    factory = lambda: SGLangDriver(cfg, backend="gloo", timeout=5.0)  # noqa: E731
+    trace = [act("insert", req=1), act("write_dma_done", rank=1), act("write_dma_done", rank=0),
+             act("writing_check"), act("evict", node=2), act("insert", req=0, fail=(0,)), act("evict", node=1)]
+    first = first_new(factory, trace, ())
+    known = [signature(Model(cfg), first.mismatch, trace)]
+    assert known[0].startswith("state at insert: host_free")  # the admission divergence
+    out = first_new(factory, trace, known)
+    assert out.passed == known
+    assert out.mismatch is None, out.mismatch.message
+
+
 @pytest.mark.slow
 def test_source_checkout_lane_conforms(tmp_path):
     """A local checkout (here: this lane's sglang package with a minimal pyproject, as an
