@@ -30,7 +30,7 @@ import time
 from collections import deque
 
 DEFAULT_MODELS = ["wt-mirror-1r", "wb-reclaim-storage-1r", "wt-storage-2r", "wt-mirror-mla-2r"]
-ENGINES = {"before": ("plain", False), "plain": ("plain", True), "memo": ("memo", True)}  # engine, pause_gc
+ENGINES = {"before": ("plain", False), "plain": ("plain", True), "fields": ("fields", True), "memo": ("memo", True)}  # engine, pause_gc
 
 
 def _reference(m, props):
