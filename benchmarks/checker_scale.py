@@ -12,6 +12,8 @@ memo (tiercheck.models.footprint); ``memo``, the default engine
     python benchmarks/checker_scale.py --models wt-mirror-2r --engines before,fields,memo --workers 1 --max-states 150000
     python benchmarks/checker_scale.py --models wt-mirror-2r --engines memo --workers 2   # the whole model
 
+Checked: the model's safety properties, or with ``--graph`` all its default properties
+(the graph kept and progress/liveness decided, as the anchor did).
 With wt-mirror-2r among the models, the issue's anchor (``tiercheck check wt-mirror-2r
 --workers 2`` before any of this: 1,169,398 states in 897 s) is printed first, and every
 complete run of that model is compared with it.
@@ -70,7 +72,7 @@ def _reference(m, props):
     return len(index), transitions
 
 
-def one(model_name: str, engine: str, workers: int, max_states) -> dict:
+def one(model_name: str, engine: str, workers: int, max_states, graph: bool = False) -> dict:
     from tiercheck.models import model_file
     from tiercheck.models.checker import Checker, resolve_property
     from tiercheck.spec.model import Model
@@ -78,6 +80,7 @@ def one(model_name: str, engine: str, workers: int, max_states) -> dict:
     mf = model_file.load(model_name)
     m = Model(mf.config)
     safety = [p for p in mf.properties if resolve_property(p).kind in ("invariant", "transition")]
+    checked = list(mf.properties) if graph else safety
     t0 = time.monotonic()
     c0 = time.process_time()
     if engine == "reference":
@@ -85,7 +88,7 @@ def one(model_name: str, engine: str, workers: int, max_states) -> dict:
         complete = True
     else:
         engine_name, pause_gc = ENGINES[engine]
-        res = Checker(m, safety, workers=workers, max_states=max_states, engine=engine_name, pause_gc=pause_gc).run()
+        res = Checker(m, checked, workers=workers, max_states=max_states, engine=engine_name, pause_gc=pause_gc).run()
         distinct, transitions, complete = res.distinct, res.transitions, res.complete
     secs = time.monotonic() - t0
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -157,11 +160,13 @@ def main(argv=None) -> int:
     ap.add_argument("--engines", default="reference,memo", help=f"comma-separated, from reference,{','.join(ENGINES)}")
     ap.add_argument("--no-reference", action="store_true", help="skip the reference search")
     ap.add_argument("--max-states", type=int, default=None)
+    ap.add_argument("--graph", action="store_true",
+                    help="check the model's progress and liveness properties too (the graph is kept, as in the anchor)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument("--one", nargs=3, metavar=("MODEL", "ENGINE", "WORKERS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        print(json.dumps(one(args.one[0], args.one[1], int(args.one[2]), args.max_states)))
+        print(json.dumps(one(args.one[0], args.one[1], int(args.one[2]), args.max_states, args.graph)))
         return 0
     workers = [int(w) for w in args.workers.split(",")]
     engines = [e for e in args.engines.split(",") if not (args.no_reference and e == "reference")]
@@ -184,6 +189,8 @@ def main(argv=None) -> int:
             cmd = [sys.executable, __file__, "--one", name, engine, str(w)]
             if args.max_states:
                 cmd += ["--max-states", str(args.max_states)]
+            if args.graph:
+                cmd += ["--graph"]
             out = subprocess.run(cmd, capture_output=True, text=True)
             if out.returncode != 0:
                 print(f"{name}: {engine} x{w} failed: {out.stderr.strip().splitlines()[-1:]}", flush=True)

@@ -1,4 +1,7 @@
-"""Expansion memoised on the part of the state each step reads (dynamic footprints).
+"""Expansion memoised on the state fields each ACTIONS entry reads (``--engine fields``).
+
+The first memo engine, kept for cross-checks and benchmarks; the default,
+tiercheck.models.element_memo, refines its footprints to single ranks and single guards.
 
 A global state has a few fields (spec State: the ranks, the store, two flags) and most of
 the spec reads only some of them: in wt-mirror-2r the replicated steps and the sync rounds
