@@ -179,13 +179,22 @@ class ElementMemoExpander(Expander):
         return rec if rec is not MISS else self._step_run(c, key)[0]
 
     def _context(self, key):
-        """(plain state, rank gids, box, state with every element wrapped, rank wrappers,
-        store wrappers, state with only the store masks wrapped), built once per state
-        whose template is missing."""
+        """(plain state, rank gids), decoded once per state whose template is missing."""
         ctx = getattr(self, "_ctx", None)
         if ctx is not None and ctx[0] == key:
             return ctx[1]
         s, sgids = self.codec.decode_gids(key)
+        ctx = (s, sgids)
+        self._ctx = (key, ctx)
+        return ctx
+
+    def _wrapped(self, key):
+        """(plain state, rank gids, box, state with every element wrapped, rank wrappers,
+        store wrappers, state with only the store masks wrapped). Fresh wrappers for
+        every computation: the spec's memo caches remember the arguments they met by
+        identity and answer them again without touching them, so a wrapper seen by an
+        earlier computation would hide its reads from a later one."""
+        s, sgids = self._context(key)
         box = [0]
         hashes = self.rank_hash
         relems = []
@@ -203,9 +212,7 @@ class ElementMemoExpander(Expander):
             Tracked(s.halted, box, self.flag_bit),
         ))
         coarse = tuple.__new__(State, (s.ranks, store, s.hung, s.halted))
-        ctx = (s, sgids, box, fine, relems, selems, coarse)
-        self._ctx = (key, ctx)
-        return ctx
+        return (s, sgids, box, fine, relems, selems, coarse)
 
     def _fine(self, tag) -> bool:
         """Whether to run memo entry ``tag`` with every element wrapped. Wrapped ranks cost
@@ -225,10 +232,9 @@ class ElementMemoExpander(Expander):
     def _run(self, tag, tables, key, compute):
         """Look-up miss: ``compute(ctx, state, fine)`` -> (record, may be filed), filed
         under what it read; returns (record, footprint key mask, or -1 when unfiled)."""
-        ctx = self._context(key)
+        ctx = self._wrapped(key)
         self.computed += 1
         box = ctx[2]
-        box[0] = 0
         fine = self._fine(tag)
         try:
             rec, ok = compute(ctx, ctx[3] if fine else ctx[6], fine)

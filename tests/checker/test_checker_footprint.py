@@ -134,3 +134,18 @@ def test_element_wrappers_read_one_rank_at_a_time():
     assert seq[0] == (1, 2) and box[0] == 3
     box[0] = 0
     assert seq == ((1, 2), (3, 4)) and box[0] == 3  # the tuple as a whole reads every rank
+
+
+@pytest.mark.parametrize("name", ["variants/planner-local-tiebreak", "lru-2r"])
+def test_a_spec_memo_cache_that_met_a_wrapper_before_does_not_hide_a_read(name):
+    # The spec's per-rank memo caches answer an argument they met by identity without
+    # touching it: a wrapper shared by two computations of one state hid the second's
+    # read of its rank (local_access's candidates after evict's, both device_leaves),
+    # and the search lost most of this model.
+    m = shipped(name)
+    codec = Codec(m)
+    props = [resolve_property(p) for p in model_file.load(name).properties]
+    memo, plain = ElementMemoExpander(m, props, codec), Expander(m, props, codec)
+    for s in reachable(m, 200):
+        k = codec.encode(s)
+        assert memo.expand(k) == plain.expand(k)
