@@ -2,7 +2,8 @@
 phase of expanding a state, measured on the last states the search found.
 
     python benchmarks/checker_profile.py                        # wt-mirror-2r, 30,000 states
-    python benchmarks/checker_profile.py --engine plain --gc    # the engine before the memo
+    python benchmarks/checker_profile.py --engine plain --gc    # the engine before the memos
+    python benchmarks/checker_profile.py --engine memo          # the default engine
 
 Phases (per state, on ``--sample`` states): decode the packed key, invariants, the
 constraint, ``actions(s)``, the action effects, encoding the successors, transition
@@ -55,7 +56,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="wt-mirror-2r")
     ap.add_argument("--max-states", type=int, default=30_000)
-    ap.add_argument("--engine", default="plain", choices=["plain", "memo"])
+    ap.add_argument("--engine", default="plain", choices=["plain", "fields", "memo"])
     ap.add_argument("--gc", action="store_true", help="leave the garbage collector running during the search")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--sample", type=int, default=10_000)
@@ -76,6 +77,12 @@ def main(argv=None) -> int:
     prof.disable()
     cpu = time.process_time() - t0
     print(f"{res.distinct:,} states, {res.transitions:,} transitions, {cpu:.1f} CPU s under the profiler")
+    ex = checker.search.expander
+    if hasattr(ex, "computed"):
+        line = f"memo: {ex.computed:,} computations on the spec"
+        if hasattr(ex, "templates"):
+            line += f", {len(ex.templates):,} templates (rank tuples and flags) for {res.distinct:,} states"
+        print(line)
     buf = io.StringIO()
     pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(args.top)
     print("\n".join(line for line in buf.getvalue().splitlines() if line.strip()), flush=True)

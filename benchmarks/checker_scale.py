@@ -2,13 +2,21 @@
 
 Engines: ``reference``, a breadth-first search over full states (a dict of State
 objects, a deque, the same spec and properties: the design before packed keys);
-``before``, the packed-state search as it was before the footprint memo (plain
+``before``, the packed-state search as it was before the footprint memos (plain
 expansion of every state, garbage collector running: ``Checker(engine="plain",
-pause_gc=False)``); ``plain``, the same with the collector paused; ``memo``, the default
-engine (tiercheck.models.footprint). Each with 1..N workers.
+pause_gc=False)``); ``plain``, the same with the collector paused; ``fields``, the first
+memo (tiercheck.models.footprint); ``memo``, the default engine
+(tiercheck.models.element_memo). Each with 1..N workers.
 
     python benchmarks/checker_scale.py                       # default model set
-    python benchmarks/checker_scale.py --models wt-mirror-2r --engines before,memo --workers 1
+    python benchmarks/checker_scale.py --models wt-mirror-2r --engines before,fields,memo --workers 1 --max-states 150000
+    python benchmarks/checker_scale.py --models wt-mirror-2r --engines memo --workers 2   # the whole model
+
+Checked: the model's safety properties, or with ``--graph`` all its default properties
+(the graph kept and progress/liveness decided, as the anchor did).
+With wt-mirror-2r among the models, the issue's anchor (``tiercheck check wt-mirror-2r
+--workers 2`` before any of this: 1,169,398 states in 897 s) is printed first, and every
+complete run of that model is compared with it.
 
 Each configuration runs in its own process (clean caches, its own peak RSS, workers
 included). Printed per run: distinct states, transitions, wall seconds, CPU seconds
@@ -30,7 +38,12 @@ import time
 from collections import deque
 
 DEFAULT_MODELS = ["wt-mirror-1r", "wb-reclaim-storage-1r", "wt-storage-2r", "wt-mirror-mla-2r"]
-ENGINES = {"before": ("plain", False), "plain": ("plain", True), "memo": ("memo", True)}  # engine, pause_gc
+# Issue 16's measurement, before the memo engines (models/CHECKER.md "Measured"): the CPU
+# seconds were not recorded, so only distinct states per wall second compare.
+ANCHOR = {"model": "wt-mirror-2r", "engine": "anchor", "workers": 2, "distinct": 1_169_398, "transitions": 8_210_612,
+          "complete": True, "seconds": 897.0, "cpu_s": None, "states_per_s": 1_304, "states_per_cpu_s": None,
+          "peak_rss_mb": 696}
+ENGINES = {"before": ("plain", False), "plain": ("plain", True), "fields": ("fields", True), "memo": ("memo", True)}  # engine, pause_gc
 
 
 def _reference(m, props):
@@ -59,7 +72,7 @@ def _reference(m, props):
     return len(index), transitions
 
 
-def one(model_name: str, engine: str, workers: int, max_states) -> dict:
+def one(model_name: str, engine: str, workers: int, max_states, graph: bool = False) -> dict:
     from tiercheck.models import model_file
     from tiercheck.models.checker import Checker, resolve_property
     from tiercheck.spec.model import Model
@@ -67,6 +80,7 @@ def one(model_name: str, engine: str, workers: int, max_states) -> dict:
     mf = model_file.load(model_name)
     m = Model(mf.config)
     safety = [p for p in mf.properties if resolve_property(p).kind in ("invariant", "transition")]
+    checked = list(mf.properties) if graph else safety
     t0 = time.monotonic()
     c0 = time.process_time()
     if engine == "reference":
@@ -74,7 +88,7 @@ def one(model_name: str, engine: str, workers: int, max_states) -> dict:
         complete = True
     else:
         engine_name, pause_gc = ENGINES[engine]
-        res = Checker(m, safety, workers=workers, max_states=max_states, engine=engine_name, pause_gc=pause_gc).run()
+        res = Checker(m, checked, workers=workers, max_states=max_states, engine=engine_name, pause_gc=pause_gc).run()
         distinct, transitions, complete = res.distinct, res.transitions, res.complete
     secs = time.monotonic() - t0
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -100,9 +114,19 @@ def one(model_name: str, engine: str, workers: int, max_states) -> dict:
 
 
 def speedups(rows):
-    """Each engine against the first engine run on the same model and workers."""
+    """Each engine against the first engine run on the same model and workers, and each
+    complete run of the anchor's model against the anchor."""
     out, base = [], {}
     for r in rows:
+        if r["engine"] == "anchor":
+            continue
+        if r["model"] == ANCHOR["model"] and r["complete"]:
+            same = (r["distinct"], r["transitions"]) == (ANCHOR["distinct"], ANCHOR["transitions"])
+            out.append(
+                f"{r['model']} x{r['workers']}: {r['engine']} vs the anchor (x{ANCHOR['workers']}): "
+                f"{r['states_per_s'] / ANCHOR['states_per_s']:.1f}x distinct states per wall second "
+                f"({'equal counts' if same else 'COUNTS DIFFER'})"
+            )
         k = (r["model"], r["workers"])
         if k not in base:
             base[k] = r
@@ -117,6 +141,18 @@ def speedups(rows):
     return out
 
 
+def _print_row(r) -> None:
+    def num(v, fmt):
+        return "-" if v is None else format(v, fmt)
+
+    print(
+        f"{r['model']:<26} {r['engine']:<10} {r['workers']:>2} {r['distinct']:>10,} {r['transitions']:>12,} "
+        f"{r['seconds']:>8.1f} {num(r['cpu_s'], '.1f'):>8} {r['states_per_s']:>9,} {num(r['states_per_cpu_s'], ','):>9} "
+        f"{r['peak_rss_mb']:>8,}",
+        flush=True,
+    )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS))
@@ -124,11 +160,13 @@ def main(argv=None) -> int:
     ap.add_argument("--engines", default="reference,memo", help=f"comma-separated, from reference,{','.join(ENGINES)}")
     ap.add_argument("--no-reference", action="store_true", help="skip the reference search")
     ap.add_argument("--max-states", type=int, default=None)
+    ap.add_argument("--graph", action="store_true",
+                    help="check the model's progress and liveness properties too (the graph is kept, as in the anchor)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument("--one", nargs=3, metavar=("MODEL", "ENGINE", "WORKERS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        print(json.dumps(one(args.one[0], args.one[1], int(args.one[2]), args.max_states)))
+        print(json.dumps(one(args.one[0], args.one[1], int(args.one[2]), args.max_states, args.graph)))
         return 0
     workers = [int(w) for w in args.workers.split(",")]
     engines = [e for e in args.engines.split(",") if not (args.no_reference and e == "reference")]
@@ -143,22 +181,23 @@ def main(argv=None) -> int:
     )
     print(hdr, flush=True)
     for name in args.models.split(","):
+        if name == ANCHOR["model"]:
+            rows.append(ANCHOR)
+            _print_row(ANCHOR)
         configs = [(e, 1) for e in engines if e == "reference"] + [(e, w) for w in workers for e in engines if e != "reference"]
         for engine, w in configs:
             cmd = [sys.executable, __file__, "--one", name, engine, str(w)]
             if args.max_states:
                 cmd += ["--max-states", str(args.max_states)]
+            if args.graph:
+                cmd += ["--graph"]
             out = subprocess.run(cmd, capture_output=True, text=True)
             if out.returncode != 0:
                 print(f"{name}: {engine} x{w} failed: {out.stderr.strip().splitlines()[-1:]}", flush=True)
                 continue
             r = json.loads(out.stdout.strip().splitlines()[-1])
             rows.append(r)
-            print(
-                f"{r['model']:<26} {r['engine']:<10} {r['workers']:>2} {r['distinct']:>10,} {r['transitions']:>12,} "
-                f"{r['seconds']:>8.1f} {r['cpu_s']:>8.1f} {r['states_per_s']:>9,} {r['states_per_cpu_s']:>9,} {r['peak_rss_mb']:>8,}",
-                flush=True,
-            )
+            _print_row(r)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     for line in speedups(rows):
         print(line)

@@ -18,6 +18,7 @@ from tiercheck.errors import UserError
 from tiercheck.models import liveness, verdicts
 from tiercheck.models.codec import Codec
 from tiercheck.models.expand import Expander
+from tiercheck.models.element_memo import ElementMemoExpander
 from tiercheck.models.footprint import MemoExpander
 from tiercheck.models.search import Search
 from tiercheck.spec.properties import BY_NAME
@@ -25,10 +26,12 @@ from tiercheck.spec.properties import BY_NAME
 from tiercheck.models.verdicts import UNCHECKED_SYMMETRY, UNSOUND_SYMMETRY  # noqa: F401 (re-exported)
 
 
-# How a state is expanded: "memo" files the spec's work under the fields it read
-# (tiercheck.models.footprint); "plain" runs the spec on every state (the engine before
-# it, kept for cross-checks and benchmarks). Same records either way.
-ENGINES = {"memo": MemoExpander, "plain": Expander}
+# How a state is expanded: "memo" files the spec's work under the ranks and store masks
+# it read, guard by guard (tiercheck.models.element_memo); "fields" under the state
+# fields it read, entry by entry (tiercheck.models.footprint, the engine before);
+# "plain" runs the spec on every state (kept for cross-checks and benchmarks). Same
+# records every way.
+ENGINES = {"memo": ElementMemoExpander, "fields": MemoExpander, "plain": Expander}
 
 
 @dataclass

@@ -109,6 +109,13 @@ class Layout:
             store |= self.store_mask << sh
         return {"ranks": ranks, "store": store, "hung": self.flag_mask, "halted": self.flag_mask}
 
+    def element_masks(self) -> list:
+        """The key bits of each rank's state, then of each rank's store mask, then of the
+        flag pair (hung, halted): tiercheck.models.element_memo memoises on these."""
+        ranks = [self.gid_mask << sh for sh in self.rank_shift]
+        stores = [self.store_mask << sh for sh in self.store_shift]
+        return ranks + stores + [self.flag_mask]
+
     def unpack(self, key: int) -> Tuple[Tuple[int, ...], Tuple[int, ...], int]:
         sm, gm = self.store_mask, self.gid_mask
         gids = tuple([(key >> sh) & gm for sh in self.rank_shift])

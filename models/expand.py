@@ -31,6 +31,24 @@ POS, NAME, KEY, STUTTER, TVIOLS = range(5)
 VIOLS, EXPANDED, STEPS, FREES = range(4)
 
 
+def steps_from_memo(recs, key, open_props):
+    """(steps, frees) of a state ``key`` from the memoised engines' step records, in
+    order: (name id, successor key with the bits the step passed through cleared, those
+    bits, transition violations, frees). The passed bits are completed from ``key``."""
+    steps = []
+    frees = False
+    for pos, (name_id, partial, passed, tv, fr) in enumerate(recs):
+        tkey = partial | (key & passed) if type(partial) is int else partial
+        if tkey == key:
+            steps.append((pos, name_id, tkey, True, ()))
+        else:
+            if tv and open_props is not None:
+                tv = tuple(v for v in tv if v[0] in open_props)
+            steps.append((pos, name_id, tkey, False, tv))
+            frees = frees or fr
+    return steps, frees
+
+
 class Expander:
     """Per-process expansion of packed states.
 
@@ -50,6 +68,17 @@ class Expander:
         self.canon = canon
         self.name_id = {n: i for i, n in enumerate(model.action_names())}
         self.effects = {n: ACTION_SPECS[n].effect for n in model.action_names()}
+
+    def state_checks(self, s):
+        """(every invariant violation of ``s``, whether it is inside the constraint): the
+        per-state part of an expansion, as the memoised engines file it."""
+        m = self.m
+        viols = ()
+        for p in self.invariants:
+            msg = p.fn(m, s)
+            if msg:
+                viols += ((p.name, msg),)
+        return (viols, bool(m.constraint(s)))
 
     def expand(self, key, open_props=None) -> tuple:
         m = self.m

@@ -1,4 +1,7 @@
-"""Expansion memoised on the part of the state each step reads (dynamic footprints).
+"""Expansion memoised on the state fields each ACTIONS entry reads (``--engine fields``).
+
+The first memo engine, kept for cross-checks and benchmarks; the default,
+tiercheck.models.element_memo, refines its footprints to single ranks and single guards.
 
 A global state has a few fields (spec State: the ranks, the store, two flags) and most of
 the spec reads only some of them: in wt-mirror-2r the replicated steps and the sync rounds
@@ -27,84 +30,13 @@ from __future__ import annotations
 import operator
 from functools import reduce
 
-from tiercheck.models.expand import Expander
+from tiercheck.models.expand import Expander, steps_from_memo
+from tiercheck.models.memo_tables import MISS, file_under, find, open_violations
+from tiercheck.models.tracked import Tracked
 from tiercheck.spec.model import ACTIONS
 from tiercheck.spec.state import State
 
 RECORD_LIMIT = 3_000_000  # memoised results kept before the tables are cleared
-
-
-class Tracked:
-    """A state field that sets its bit in ``box[0]`` whenever its value is used."""
-
-    __slots__ = ("v", "box", "bit")
-
-    def __init__(self, v, box, bit):
-        self.v, self.box, self.bit = v, box, bit
-
-    def _get(self):
-        self.box[0] |= self.bit
-        return self.v
-
-    # The frequent ones, spelled out (the loops below define the rest).
-    def __getitem__(self, i):
-        self.box[0] |= self.bit
-        return self.v[i]
-
-    def __iter__(self):
-        self.box[0] |= self.bit
-        return iter(self.v)
-
-    def __len__(self):
-        self.box[0] |= self.bit
-        return len(self.v)
-
-    def __bool__(self):
-        self.box[0] |= self.bit
-        return bool(self.v)
-
-    def __getattr__(self, name):  # methods of the value (count, index, startswith, ...)
-        return getattr(self._get(), name)
-
-    def __hash__(self):
-        return hash(self._get())
-
-    def __reduce__(self):  # never pickle a wrapper: pickle the value (read)
-        return (_ident, (self._get(),))
-
-
-def _ident(v):
-    return v
-
-
-def _unwrap(x):
-    return x._get() if type(x) is Tracked else x
-
-
-def _unary(fn):
-    return lambda self, *args: fn(self._get(), *[_unwrap(a) for a in args])
-
-
-def _binary(fn):
-    return lambda self, other: fn(self._get(), _unwrap(other))
-
-
-def _reflected(fn):
-    return lambda self, other: fn(_unwrap(other), self._get())
-
-
-for _name, _fn in {
-    "contains": operator.contains, "repr": repr, "str": str, "format": format, "index": operator.index, "int": int,
-    "neg": operator.neg, "invert": operator.invert, "abs": abs, "reversed": reversed,
-}.items():
-    setattr(Tracked, f"__{_name}__", _unary(_fn))
-for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    setattr(Tracked, f"__{_name}__", _binary(getattr(operator, _name)))
-for _name in ("add", "sub", "mul", "and", "or", "xor", "lshift", "rshift", "mod", "floordiv", "truediv", "pow"):
-    _fn = getattr(operator, f"{_name}_" if _name in ("and", "or") else _name)
-    setattr(Tracked, f"__{_name}__", _binary(_fn))
-    setattr(Tracked, f"__r{_name}__", _reflected(_fn))
-del _name, _fn
 
 
 class MemoExpander(Expander):
@@ -142,23 +74,13 @@ class MemoExpander(Expander):
         self.computed = 0  # units run on the spec (misses), for tests and benchmarks
 
     def _find(self, unit, key):
-        for mask, table in self.tables[unit]:
-            rec = table.get(key & mask)
-            if rec is not None:
-                return rec
-        return None
+        rec = find(self.tables[unit], key)[0]
+        return None if rec is MISS else rec
 
     def _file(self, unit, read, key, rec) -> None:
         if self.records >= RECORD_LIMIT:
             self.clear()
-        mask = self.key_mask[read]
-        for m, table in self.tables[unit]:
-            if m == mask:
-                break
-        else:
-            table = {}
-            self.tables[unit].append((mask, table))
-        table[key & mask] = rec
+        file_under(self.tables[unit], self.key_mask[read], key, rec)
         self.records += 1
 
     # ------------------------------------------------------------------------------
@@ -172,29 +94,18 @@ class MemoExpander(Expander):
             ctx = self._context(key)
             rec = self._state_unit(key, ctx)
         viols, expanded = rec
-        if open_props is not None and viols:
-            viols = tuple(v for v in viols if v[0] in open_props)
+        viols = open_violations(viols, open_props)
         if not expanded:
             return (viols, False, [], False)
-        steps = []
-        frees = False
-        pos = 0
+        recs = []
         for unit in range(1, len(self.tables)):
             rec = self._find(unit, key)
             if rec is None:
                 if ctx is None:
                     ctx = self._context(key)
                 rec = self._action_unit(unit, key, ctx)
-            for name_id, partial, passed, tv, fr in rec:
-                tkey = partial | (key & passed) if type(partial) is int else partial
-                if tkey == key:
-                    steps.append((pos, name_id, tkey, True, ()))
-                else:
-                    if tv and open_props is not None:
-                        tv = tuple(v for v in tv if v[0] in open_props)
-                    steps.append((pos, name_id, tkey, False, tv))
-                    frees = frees or fr
-                pos += 1
+            recs += rec
+        steps, frees = steps_from_memo(recs, key, open_props)
         return (viols, True, steps, frees)
 
     def _context(self, key):
@@ -208,20 +119,11 @@ class MemoExpander(Expander):
         self.computed += 1
         box[0] = 0
         try:
-            rec = self._state_checks(ws)
+            rec = self.state_checks(ws)
         except Exception:
-            return self._state_checks(s)  # a wrapper met an operation it lacks: plain
+            return self.state_checks(s)  # a wrapper met an operation it lacks: plain
         self._file(0, box[0], key, rec)
         return rec
-
-    def _state_checks(self, s):
-        m = self.m
-        viols = ()
-        for p in self.invariants:
-            msg = p.fn(m, s)
-            if msg:
-                viols += ((p.name, msg),)
-        return (viols, bool(m.constraint(s)))
 
     def _action_unit(self, unit, key, ctx):
         s, sgids, box, ws = ctx

@@ -86,11 +86,16 @@ class Model:
     def enabled(self, s: State, spec: ActionSpec) -> List[Action]:
         """The enabled actions of one entry of ACTIONS; ``actions(s)`` lists them entry
         by entry, in ACTIONS order (the checker memoises them entry by entry)."""
+        return [a for a in self.candidates(s, spec) if spec.guard(self, s, a)]
+
+    def candidates(self, s: State, spec: ActionSpec) -> List[Action]:
+        """The actions of one entry that ``enabled`` puts to their guard, in order (the
+        checker memoises each guard and effect on its own footprint)."""
         if s.hung or s.halted:
             return []  # the TP group is stuck or has stopped itself
         if spec.kind == REPLICATED and round_due(self, s):
             return []
-        return [a for a in spec.params(self, s) if spec.guard(self, s, a)]
+        return list(spec.params(self, s))
 
     def next_state(self, s: State, a: Action) -> Optional[State]:
         """The successor, or None when the action is unknown or not enabled."""

@@ -189,6 +189,8 @@ def slotted(cfg) -> bool:
 def durable_only_when_acked(m, s, a, t) -> Optional[str]:
     """A page turns durable only inside the prefix that a storage write really stored."""
     for r, (rs, rt) in enumerate(zip(s.ranks, t.ranks)):
+        if rs is rt:
+            continue  # a rank the step left alone
         new = rt.durable & ~rs.durable
         if not new:
             continue

@@ -62,8 +62,9 @@ def add_arguments(p):
         "--engine",
         choices=sorted(ENGINES),
         default="memo",
-        help="memo (default): memoise the spec's work on the state fields it reads; plain: run the spec on "
-        "every state (the engine before, for cross-checks); same results",
+        help="memo (default): memoise the spec's work guard by guard on the ranks and store masks it reads; "
+        "fields: entry by entry on the state fields it reads (the engine before); plain: run the spec on "
+        "every state (for cross-checks); same results",
     )
     sim = p.add_argument_group("simulation (random walks, for models too large to exhaust)")
     sim.add_argument("--simulate", type=int_in(1, MAX_WALKS), metavar="N", help="run N random walks instead of the exhaustive search")

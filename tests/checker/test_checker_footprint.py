@@ -1,6 +1,7 @@
-"""The memoised engine (tiercheck.models.footprint) explores exactly what the plain one
-does, reuses the spec's work across states that differ only in fields a step never
-reads, and its field wrappers see every use of a field."""
+"""The memoised engines (tiercheck.models.element_memo, the default, and
+tiercheck.models.footprint) explore exactly what the plain one does, reuse the spec's
+work across states that differ only in parts a step never reads, and their wrappers see
+every use of a part."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ from checker_helpers import explore, reachable, shipped
 
 from tiercheck.models import model_file
 from tiercheck.models.codec import Codec
-from tiercheck.models.footprint import MemoExpander, Tracked
+from tiercheck.models.checker import resolve_property
+from tiercheck.models.element_memo import ElementMemoExpander
+from tiercheck.models.expand import Expander
+from tiercheck.models.footprint import MemoExpander
+from tiercheck.models.tracked import Tracked, TrackedRank, TrackedSeq
 
 MODELS = [
     "wt-2r", "wb-reclaim-2r", "wt-storage-1r", "wt-alloc-2r", "wt-prefetch-2r", "wts-2r",
@@ -22,7 +27,7 @@ MODELS = [
 def test_memo_and_plain_engines_explore_the_same_graph(name):
     props = model_file.load(name).properties
     runs = {}
-    for engine in ("plain", "memo"):
+    for engine in ("plain", "fields", "memo"):
         c, r = explore(shipped(name), props, engine=engine, keep_graph=True)
         s = c.search
         hits = {p: [(h.index, h.pos, h.succ_key, h.message) for h in hs] for p, hs in s.hits.items()}
@@ -30,6 +35,7 @@ def test_memo_and_plain_engines_explore_the_same_graph(name):
                         list(s.src), list(s.dst), bytes(s.kind), bytes(s.frees), hits,
                         {p: [(v.actions, v.loop_start) for v in vs] for p, vs in r.violations.items()})
     assert runs["memo"] == runs["plain"]
+    assert runs["fields"] == runs["plain"]
 
 
 def test_steps_that_do_not_read_the_store_are_reused_across_stores():
@@ -69,10 +75,77 @@ def test_the_engine_is_chosen_on_the_command_line(capsys):
     from tiercheck.cli import main
 
     outs = []
-    for engine in ("plain", "memo"):
+    for engine in ("plain", "fields", "memo"):
         assert main(["check", "wt-2r", "--engine", engine, "--quiet"]) == 0
         outs.append(capsys.readouterr().out)
     assert all("227 distinct states, 1,170 transitions" in o for o in outs)
     assert main(["check", "wt-2r", "--engine", "jit"]) == 2
     err = capsys.readouterr().err
     assert "--engine" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_one_rank_step_is_reused_whatever_the_other_rank_holds():
+    m = shipped("wt-mirror-2r")
+    codec = Codec(m)
+    props = [resolve_property(p) for p in model_file.load("wt-mirror-2r").properties]
+    ex = ElementMemoExpander(m, props, codec)
+    # Two states in which rank 0 finishes the same D->H copy while rank 1 differs.
+    seen, pair = {}, None
+    for s in reachable(m, 3000):
+        if s.ranks[0].wdone < len(s.ranks[0].wq):
+            other = seen.setdefault((s.ranks[0], s.store[0], s.hung, s.halted), s)
+            if other.ranks[1] != s.ranks[1]:
+                pair = (other, s)
+                break
+    assert pair is not None
+    first = ex.expand(codec.encode(pair[0]))
+    c = next(c for c, (a, _u) in enumerate(ex.cands) if a.name == "write_dma_done" and a["rank"] == 0)
+    mask = ex._find(ex.step_tables[c], codec.encode(pair[0]))[1]
+    second = ex.expand(codec.encode(pair[1]))
+    assert mask & codec.layout.element_masks()[1] == 0  # it never read rank 1
+    assert sum(len(table) for _m, table in ex.step_tables[c]) == 1  # computed once for both
+    plain = Expander(m, props, codec)
+    assert first == plain.expand(codec.encode(pair[0])) and second == plain.expand(codec.encode(pair[1]))
+
+
+def test_a_state_differing_only_in_the_store_reuses_its_template():
+    m = shipped("wt-mirror-2r")
+    codec = Codec(m)
+    ex = ElementMemoExpander(m, [], codec)
+    s = next(x for x in reachable(m, 2000) if x.ranks[0].sq and not any(x.store))
+    ex.expand(codec.encode(s))
+    ran = ex.computed
+    t = s._replace(store=(0b1, 0b11))
+    second = ex.expand(codec.encode(t))
+    # One template for both; only its store-reading steps (storage_backup_done) ran again.
+    (_state, items), = ex.templates.values()
+    dynamic = [ex.cands[it][0].name for it in items if type(it) is int]
+    assert dynamic and set(dynamic) == {"storage_backup_done"} and ex.computed - ran == len(dynamic)
+    assert second == Expander(m, [], codec).expand(codec.encode(t))
+
+
+def test_element_wrappers_read_one_rank_at_a_time():
+    box = [0]
+    a, b = TrackedRank((1, 2), box, 1, 7), TrackedRank((3, 4), box, 2, 9)
+    seq = TrackedSeq(((1, 2), (3, 4)), box, 3, [a, b])
+    ranks = list(seq)
+    assert len(seq) == 2 and ranks[1] is b and seq[0] is a and box[0] == 0  # copying reads nothing
+    assert hash(b) == 9 and box[0] == 2
+    assert seq[0] == (1, 2) and box[0] == 3
+    box[0] = 0
+    assert seq == ((1, 2), (3, 4)) and box[0] == 3  # the tuple as a whole reads every rank
+
+
+@pytest.mark.parametrize("name", ["variants/planner-local-tiebreak", "lru-2r"])
+def test_a_spec_memo_cache_that_met_a_wrapper_before_does_not_hide_a_read(name):
+    # The spec's per-rank memo caches answer an argument they met by identity without
+    # touching it: a wrapper shared by two computations of one state hid the second's
+    # read of its rank (local_access's candidates after evict's, both device_leaves),
+    # and the search lost most of this model.
+    m = shipped(name)
+    codec = Codec(m)
+    props = [resolve_property(p) for p in model_file.load(name).properties]
+    memo, plain = ElementMemoExpander(m, props, codec), Expander(m, props, codec)
+    for s in reachable(m, 200):
+        k = codec.encode(s)
+        assert memo.expand(k) == plain.expand(k)

@@ -3,6 +3,8 @@ say so, a progress line, a state footprint that fits 10^7 states in 24 GiB."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from checker_helpers import explore, reachable, shipped
 
@@ -134,3 +136,14 @@ def test_memory_per_state_fits_ten_million_states_in_24_gib():
     assert per_state * 10**7 < 24 * 2**30
     # Interned rank states grow with distinct rank states, far fewer than global states.
     assert len(c.codec.ranks) < n / 2
+
+
+def test_the_memory_meter_reads_the_costly_pss_only_near_the_budget(monkeypatch):
+    from tiercheck.models import budget
+
+    reads = []
+    real = budget.rss
+    monkeypatch.setattr(budget, "rss", lambda pid: reads.append(pid) or real(pid))
+    here = budget.resident(os.getpid())
+    assert budget.Meter(4 * here).over(0) is None and reads == []  # the resident bound is enough
+    assert budget.Meter(1 << 20).over(0).startswith("--max-memory 1 MiB reached") and reads == [os.getpid()]
