@@ -62,6 +62,10 @@ def _config(su, model, n_ranks, paths) -> Config:
         host_free_target=val(cfg.host_free_target),
         fail_close_after=val(cfg.fail_close_after),
         digest_bits=cfg.digest_bits,
+        prefetch_stop="wait_complete" if val(cfg.wait_complete) else "best_effort",
+        victim_order="lru" if val(cfg.lru) else "path",
+        durable_capacity=val(cfg.durable_capacity),
+        refresh_rounds=val(cfg.refresh_rounds),
         max_lock=1 << 30,
         variants=cfg.variants,
     )
@@ -149,6 +153,10 @@ def _config_dict(cfg: Config) -> Dict:
         "faults": sorted(cfg.faults),
         "host_free_target": cfg.host_free_target,
         "fail_close_after": cfg.fail_close_after,
+        "prefetch_stop": cfg.prefetch_stop,
+        "victim_order": cfg.victim_order,
+        "durable_capacity": cfg.durable_capacity,
+        "refresh_rounds": cfg.refresh_rounds,
         "variants": sorted(cfg.variants),
     }
 

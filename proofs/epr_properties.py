@@ -110,7 +110,8 @@ def release_safety(u, s, t, a):
         spared = exists(lambda d: z3.And(
             dups(d), d != e, t.live(d), can_reclaim_duplicate(u, t, d), z3.Not(leaf(d))))
         wb_ok = z3.Not(z3.And(leaf(e), spared))
-        wt_ok = z3.And(z3.Not(t.lock(e) > 0), t.dev(e) == RESIDENT, all_durable(u, t, e))
+        marked = t.update(durable=lambda p: z3.Or(s.durable(p), t.durable(p)))  # before the step or after
+        wt_ok = z3.And(z3.Not(t.lock(e) > 0), t.dev(e) == RESIDENT, all_durable(u, marked, e))
         ok = z3.And(z3.Not(t.href(e) > 0), z3.Not(t.lbp(e)), if_(cfg.wb, wb_ok, wt_ok))
         return z3.Implies(dropped, ok)
 

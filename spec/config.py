@@ -81,12 +81,12 @@ class Config:
     # so the explicit checker can reach the wrap-around).
     digest_bits: int = constant(16, "digest width in bits", twin="DigestBits", bounds=(2, 64))
     # Prefetch termination (spec/prefetch.py): the stop policy each rank votes with.
-    prefetch_stop: str = constant("best_effort", "prefetch stop policy (PREFETCH_STOPS)", proofs=False)
+    prefetch_stop: str = constant("best_effort", "prefetch stop policy (PREFETCH_STOPS)")
     # Seed 000's durable LRU (spec/durable.py): its bound in pages (0: unbounded) and the
     # anti-churn age gate in drain rounds (0: a fully durable node is never staged again).
-    durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", proofs=False,
+    durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)",
                                      symmetry=False, bounds=(0, 64))
-    refresh_rounds: int = constant(0, "anti-churn age gate in drain rounds (0: none)", proofs=False,
+    refresh_rounds: int = constant(0, "anti-churn age gate in drain rounds (0: none)",
                                    symmetry=False, bounds=(0, 8))
     # Bounds that keep the state space finite.
     max_lock: int = constant(3, "lock/reference bound", twin="MaxLock", bounds=(1, 16))
@@ -108,7 +108,7 @@ class Config:
     # Tokens per page: requests are token sequences, pages their page_size-token chunks
     # (a partial last page is never cached), pools count pages, thresholds count tokens.
     page_size: int = constant(1, "tokens per page", bounds=(1, 8), symmetry=False, proofs=False)
-    victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", symmetry=False, proofs=False)
+    victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", symmetry=False)
     slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
                            symmetry=False, proofs=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
