@@ -21,6 +21,7 @@ FLAGS = (
     "partial_storage", "store_loss", "alloc_asymmetry", "registry_skew",
     "wait_complete",  # prefetch_stop = "wait_complete" (else best_effort)
     "lru",  # victim_order = "lru" (else page order)
+    "paged",  # page_size > 1 (pages of several tokens: siblings may share a leading token)
 )
 INTS = ("device_pages", "host_pages", "host_free_target", "fail_close_after", "durable_capacity", "refresh_rounds")
 
@@ -40,6 +41,7 @@ class ProofConfig:
     registry_skew: object
     wait_complete: object
     lru: object
+    paged: object
     device_pages: object
     host_pages: object
     host_free_target: object
@@ -103,6 +105,7 @@ class ProofConfig:
             registry_skew=cfg.fault("registry_skew"),
             wait_complete=cfg.prefetch_stop == "wait_complete",
             lru=cfg.lru,
+            paged=cfg.page_size > 1,
             device_pages=cfg.device_pages,
             host_pages=cfg.host_pages,
             host_free_target=cfg.host_free_target,

@@ -64,6 +64,7 @@ def _config(su, model, n_ranks, paths) -> Config:
         digest_bits=cfg.digest_bits,
         prefetch_stop="wait_complete" if val(cfg.wait_complete) else "best_effort",
         victim_order="lru" if val(cfg.lru) else "path",
+        page_size=2 if val(cfg.paged) else 1,
         durable_capacity=val(cfg.durable_capacity),
         refresh_rounds=val(cfg.refresh_rounds),
         max_lock=1 << 30,
@@ -88,7 +89,8 @@ def _action(su, model, reps, seen, m):
 def extract(su, model, target: str, action: str) -> Dict:
     reps, seen = _ranks(su, model)
     parent = su.ctx.uni.concrete_parent(model)
-    paths = token_paths(parent)
+    paged = model_value(model, const(su.ctx.cfg.paged))
+    paths = token_paths(parent, 2 if paged else 1)
     cfg = _config(su, model, len(reps), paths)
     m = Model(cfg)
     req_of_end = lambda e: e  # requests are the pages' paths, in page order
@@ -156,6 +158,7 @@ def _config_dict(cfg: Config) -> Dict:
         "prefetch_stop": cfg.prefetch_stop,
         "victim_order": cfg.victim_order,
         "durable_capacity": cfg.durable_capacity,
+        "page_size": cfg.page_size,
         "refresh_rounds": cfg.refresh_rounds,
         "variants": sorted(cfg.variants),
     }

@@ -177,6 +177,23 @@ def _split(u, v: Paged, c, cond=True) -> Paged:
     return v.update(**new).named("split", u.facts)
 
 
+def _ceil_match(u, v: Paged, q, t, tail):
+    """Variant page-ceil-match (page_size > 1): the walk takes a cached sibling of the
+    request's first uncached page t that begins with the same token (``u.lead``) for t
+    (the node holding it is split there); the request's pages below t then hang below
+    t, which stays uncached, and a request ending at t adds no node. Returns (taken,
+    sibling, the new leaf's start); without the variant (None, None, t)."""
+    if not u.cfg.has("page-ceil-match"):
+        return None, None, t
+    f = u.forest
+    sib = fresh_page("ceil_sibling")
+    below, fact = f.least_on_path(q, lambda p: f.lt(t, p), "below_ceil")
+    u.facts.append(fact)
+    siblings = forall(lambda x: f.lt(x, sib) == f.lt(x, t))
+    taken = define(u, "ceil", z3.And(b_(u.cfg.paged), tail, sib != t, v.cached(sib), u.lead(sib, t), siblings))
+    return taken, sib, z3.If(taken, below, t)
+
+
 def insert(u, v: Paged, a) -> Paged:
     """insert(req) on one rank: walk the cached part of the request path (a prefix, by
     tree_closed) down to its deepest page c, split the node owning c at c, un-evict or
@@ -189,8 +206,17 @@ def insert(u, v: Paged, a) -> Paged:
     c, fact = f.greatest_on_path(q, walked, "walked_to")
     u.facts.append(fact)
     has_c = define(u, "walk", walked(c))
-    v1 = _split(u, v, c)
-    on_path = lambda y: z3.And(has_c, v1.live(y), f.le(y, c))
+    t, fact = f.least_on_path(q, lambda p: z3.Not(v.cached(p)), "tail_start")
+    u.facts.append(fact)
+    tail = define(u, "tail", z3.Not(v.cached(q)))
+    ceil, sib, start = _ceil_match(u, v, q, t, tail)
+    if ceil is None:
+        v1 = _split(u, v, c)
+    else:  # the walk goes on through sib: the split is at sib, not at c
+        v1 = _split(u, _split(u, v, c, z3.Not(ceil)), sib, ceil)
+        tail = define(u, "tail", z3.And(tail, z3.Not(z3.And(ceil, t == q))))
+    on_path = lambda y: z3.Or(z3.And(has_c, v1.live(y), f.le(y, c)),
+                              z3.And(ceil if ceil is not None else False, y == sib))
     wt = z3.Not(b_(cfg.wb))
     thr = z3.If(b_(cfg.sel), 2, 1)
     bump = lambda h: z3.If(h + 1 <= thr, h + 1, thr)
@@ -198,11 +224,8 @@ def insert(u, v: Paged, a) -> Paged:
         dev=lambda y: z3.If(z3.And(on_path(y), v1.dev(y) == ABSENT), z3.IntVal(RESIDENT), v1.dev(y)),
         hits=lambda y: z3.If(z3.And(on_path(y), v1.dev(y) != ABSENT, wt), bump(v1.hits(y)), v1.hits(y)),
     ).named("walked", u.facts)
-    tail = define(u, "tail", z3.Not(v.cached(q)))
-    t, fact = f.least_on_path(q, lambda p: z3.Not(v.cached(p)), "tail_start")
-    u.facts.append(fact)
-    new = lambda p: z3.And(tail, f.in_chain(t, q, p))
-    leaf_vals = dict(start=t, dev=z3.IntVal(RESIDENT), host=z3.IntVal(ABSENT), lock=z3.IntVal(0),
+    new = lambda p: z3.And(tail, f.in_chain(start, q, p))
+    leaf_vals = dict(start=start, dev=z3.IntVal(RESIDENT), host=z3.IntVal(ABSENT), lock=z3.IntVal(0),
                      href=z3.IntVal(0), hits=z3.If(wt, bump(z3.IntVal(0)), 0), lbp=z3.BoolVal(False),
                      rel=z3.BoolVal(False))
     at_q = lambda e: z3.And(tail, e == q)
@@ -357,16 +380,16 @@ def loading_check(u, v: Paged, a) -> Paged:
                  "loaded", "lock").named("loaded", u.facts)
 
 
-ALL = ("no_ghost", "counter_sanity", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
+ALL = ("no_ghost", "counter_sanity", "prefix_closed", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
        "tree_closed", "tree_paths", "node_fields", "device_closed", "durable_cached")
-SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "durable_cached", "locked_never_evicted",
+SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "durable_cached", "locked_never_evicted",
          "release_safety")
 
 
 # tree_closed and tree_paths need the anchor to be a live node end right above the
 # fetched pages, counter_sanity its protection still held: prefetch_queue and
 # href_accounting, both about queue contents (bounded)
-PREFETCH_CHECK = tuple(t for t in ALL if t not in ("tree_closed", "tree_paths", "counter_sanity"))
+PREFETCH_CHECK = tuple(t for t in ALL if t not in ("tree_closed", "tree_paths", "counter_sanity", "prefix_closed"))
 
 
 class UAction(NamedTuple):

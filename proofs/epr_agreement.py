@@ -31,7 +31,9 @@ def _base(m):
     u = UCtx(ProofConfig.from_spec(m.cfg), Forest())
     pages, facts = u.forest.closed(m.pages.parent)
     u.pages = pages
-    return u, pages, facts[:1] + facts[2:] + u.forest.axioms()  # facts[1]: the sort closed (ground does it)
+    first = [m.pages.tokens(p)[0] for p in range(len(pages))]
+    lead = [u.lead(a, b) == (first[i] == first[j]) for i, a in enumerate(pages) for j, b in enumerate(pages)]
+    return u, pages, facts[:1] + facts[2:] + u.forest.axioms() + lead  # facts[1]: the sort closed (ground does it)
 
 
 def _registry(pages, dups):
@@ -48,11 +50,12 @@ def _holds(pages, facts, formula) -> bool:
     return res == z3.unsat
 
 
-def invariant_values(m, s, r: int) -> Dict[str, bool]:
-    """Every unbounded invariant on rank r of explicit state s."""
+def invariant_values(m, s, r: int, names=None) -> Dict[str, bool]:
+    """Every unbounded invariant (or those named) on rank r of explicit state s."""
     u, pages, facts = _base(m)
     v, vf = _lift(m, s, r, u, pages)
-    return {n: _holds(pages, facts + vf, p.fn(u, v)) for n, p in UPROPS.items() if p.kind == "invariant"}
+    return {n: _holds(pages, facts + vf, p.fn(u, v)) for n, p in UPROPS.items()
+            if p.kind == "invariant" and (names is None or n in names)}
 
 
 def same_view(u, a, b):

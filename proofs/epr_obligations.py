@@ -33,6 +33,9 @@ class UCtx:
         self.cfg = cfg
         self.forest = forest
         self.facts: List = []
+        # page_size > 1: lead(a, b), pages a and b begin with the same token (only
+        # siblings can be told apart by it; see epr_actions.insert, page-ceil-match)
+        self.lead = z3.Function("lead", PageSort, PageSort, z3.BoolSort())
 
 
 def covered(target: str, action: str) -> bool:
@@ -118,7 +121,10 @@ def extract(su: USetup, model, target: str, action: str) -> Dict:
     from .universe import token_paths
 
     order, parents = su.u.forest.parent_array(model)
-    paths = token_paths(list(parents))
+    is_true = lambda t: z3.is_true(model.eval(t, model_completion=True))
+    lead = [next(j for j in range(len(order)) if j == i or (parents[j] == parents[i] and is_true(su.u.lead(order[j], x))))
+            for i, x in enumerate(order)]
+    paths = token_paths(list(parents), 2 if is_true(su.u.cfg.paged) else 1, lead)
     cfg = _config(SimpleNamespace(ctx=SimpleNamespace(cfg=su.u.cfg)), model, 1, paths)
     m = Model(cfg)
     idx = {str(x): i for i, x in enumerate(order)}

@@ -118,6 +118,12 @@ def release_safety(u, s, t, a):
     return forall(per_node)
 
 
+def prefix_closed(u, v):
+    """Every page above a live node's start is cached (the spec says the page right
+    above it; on trees satisfying tree_closed the two are the same)."""
+    return forall(lambda e, a: z3.Implies(z3.And(v.live(e), u.forest.lt(a, v.start(e))), v.cached(a)), 2)
+
+
 # --- strengthening invariants ------------------------------------------------------------
 
 
@@ -172,6 +178,7 @@ UPROPS: Dict[str, UProp] = {
     for p in [
         UProp("no_ghost", "invariant", no_ghost),
         UProp("counter_sanity", "invariant", counter_sanity),
+        UProp("prefix_closed", "invariant", prefix_closed),
         UProp("locked_never_evicted", "transition", locked_never_evicted),
         UProp("release_safety", "transition", release_safety),
         UProp("tree_owner", "invariant", tree_owner),

@@ -176,6 +176,25 @@ def _device_leaf_at(ctx, rv, e):
     return or_(*(and_(eq(e, x), is_device_leaf(ctx, rv, x)) for x in range(ctx.k)))
 
 
+# --- 8. data integrity: the tree is prefix-closed -----------------------------------------
+
+
+def prefix_closed(ctx, s):
+    """Every live node's start page is a root or its parent page is cached."""
+    uni = ctx.uni
+
+    def per_rank(h):
+        rv = s.rank(h)
+        parts = []
+        for e in range(ctx.k):
+            above = uni.parent_of(sel(rv.start, e))
+            cached = or_(*(and_(eq(above, a), rv.own[a] >= 0) for a in range(ctx.k)))
+            parts.append(implies(live(rv, e), or_(eq(above, -1), cached)))
+        return and_(*parts)
+
+    return [Every(per_rank)]
+
+
 # --- 6. rank agreement ----------------------------------------------------------------------
 
 
@@ -248,6 +267,7 @@ PROPERTIES: Dict[str, Encoded] = {
         Encoded("counter_sanity", "invariant", counter_sanity, SPEC_PROPERTIES["counter_sanity"].doc),
         Encoded("locked_never_evicted", "transition", locked_never_evicted, SPEC_PROPERTIES["locked_never_evicted"].doc),
         Encoded("no_collective_hang", "invariant", no_collective_hang, SPEC_PROPERTIES["no_collective_hang"].doc),
+        Encoded("prefix_closed", "invariant", prefix_closed, SPEC_PROPERTIES["prefix_closed"].doc),
     ]
 }
 

@@ -107,7 +107,7 @@ class Config:
     # them yet; tiercheck tla and tiercheck prove refuse a model that sets them).
     # Tokens per page: requests are token sequences, pages their page_size-token chunks
     # (a partial last page is never cached), pools count pages, thresholds count tokens.
-    page_size: int = constant(1, "tokens per page", bounds=(1, 8), symmetry=False, proofs=False)
+    page_size: int = constant(1, "tokens per page", bounds=(1, 8), symmetry=False)
     victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", symmetry=False)
     slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
                            symmetry=False, proofs=False)

@@ -572,7 +572,7 @@ PROPERTIES = [
     Property("slot_ownership", INVARIANT, 3, "each slot has one owner or is free, counted once (slots)",
              slot_ownership, slotted),
     Property("prefix_closed", INVARIANT, 8, "every cached node hangs below the page before it (page_size > 1)",
-             prefix_closed, paged),
+             prefix_closed, paged, proofs=True),
     _safety("rank_agreement", INVARIANT, 6, "replicas agree after every sync round", rank_agreement, multi_rank),
     _safety("no_collective_hang", INVARIANT, 0, "no rank waits in a collective its peers skipped", no_collective_hang, multi_rank),
     _safety("planner_determinism", TRANSITION, 0, "ranks plan the same load-back victims from the same state", planner_determinism, planning_ranks)._replace(proofs=False),

@@ -107,3 +107,54 @@ def test_the_fields_are_proved_where_their_variants_fail():
                            ("drain_storage_control_queues", "rank_agreement"),
                            ("drain_storage_control_queues", "release_safety")):
         assert [r.status for r in prove_action(action, [target], k=2)] == ["proved"], (action, target)
+
+
+# --- page_size: prefix_closed and page-ceil-match ------------------------------------------
+
+PAGED = "variants/page-ceil-match"  # pages of two tokens, siblings sharing a leading token
+
+
+def test_prefix_closed_has_one_meaning_in_spec_bounded_and_unbounded_encodings():
+    """On every reachable state of the paged model, with and without the variant (which
+    detaches a node): spec/properties.py, the bounded encoding (proofs.snapshot) and the
+    page-sorted one give prefix_closed the same value."""
+    from tiercheck.proofs.epr_agreement import invariant_values
+    from tiercheck.proofs.snapshot import z3_invariant_check
+    from tiercheck.spec.properties import BY_NAME
+
+    seen = set()
+    for m in (model(PAGED), _without_variants(PAGED)):
+        for s in _reachable(m):
+            spec = BY_NAME["prefix_closed"].fn(m, s) is None
+            assert ("prefix_closed" not in z3_invariant_check(m, s)) == spec
+            assert invariant_values(m, s, 0, ["prefix_closed"])["prefix_closed"] == spec
+            seen.add(spec)
+    assert seen == {True, False}
+
+
+def test_unbounded_insert_admits_the_variants_steps():
+    """Every explicit insert of the variant model, the detaching one included, is a
+    behaviour of the page-sorted insert with the variant."""
+    from tiercheck.proofs.epr_agreement import admits
+    from tiercheck.spec.properties import BY_NAME
+
+    m = model(PAGED)
+    detached = 0
+    for s in _reachable(m):
+        if BY_NAME["prefix_closed"].fn(m, s):
+            continue  # a detached tree: outside the invariants the encoding assumes
+        for a in m.actions(s):
+            if a.name == "insert":
+                t = m.next_state(s, a)
+                assert admits(m, s, a, t, 0), a
+                detached += bool(BY_NAME["prefix_closed"].fn(m, t)) and not BY_NAME["prefix_closed"].fn(m, s)
+    assert detached
+
+
+@pytest.mark.slow
+def test_page_ceil_match_fails_prefix_closed_unbounded_with_a_cti():
+    from tiercheck.proofs.epr_obligations import prove_action as prove_unbounded
+
+    r = next(r for r in prove_unbounded("insert", ["prefix_closed"], frozenset({"page-ceil-match"})))
+    assert r.status == "failed" and r.cti["config"]["page_size"] == 2
+    assert [r.status for r in prove_unbounded("insert", ["prefix_closed"])] == ["proved"]
