@@ -228,6 +228,8 @@ def format_cti(cti: Dict) -> List[str]:
         f"{c['policy']}; device_pages {c['device_pages']}, host_pages {c['host_pages']}; "
         f"{' '.join(feats) or 'no features'}; faults {c['faults'] or '-'}; host_free_target "
         f"{c['host_free_target']}, fail_close_after {c['fail_close_after']}; variants {c['variants'] or '-'}"
+        + "".join(f"; {k} {c[k]}" for k in ("page_size", "victim_order", "prefetch_stop", "durable_capacity",
+                                           "refresh_rounds") if k in c)
     )
     if "forest" in cti:
         f = cti["forest"]
@@ -242,6 +244,11 @@ def format_cti(cti: Dict) -> List[str]:
         lines.append(f"step: {cti['step']}")
         lines.append("post-state changes:")
         lines += ["  " + x for x in diff_states(cti["pre"], cti["post"])] or ["  (none)"]
+    if "slots" in cti:
+        for when in ("pre", "post"):
+            sl = cti["slots"][when]
+            lines.append(f"device slots {when}: " + ", ".join(f"page {p} -> slot {x}" for p, x in sl["owner"].items())
+                         + f"; free {sl['free']}")
     ex = cti.get("explicit") or {}
     if "successor" in ex:
         lines.append(f"explicit spec replay: successor {ex['successor']}")

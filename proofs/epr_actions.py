@@ -21,15 +21,46 @@ from typing import Callable, Dict, NamedTuple
 import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
-from .epr_properties import b_, can_reclaim_duplicate, node_has_page
-from .forest import PageSort, forall, fresh_page
-from .paged import PAGE_FIELDS, Paged
+from .epr_properties import b_, can_reclaim_duplicate, holds_device_slot, node_has_page
+from .forest import PageSort, SlotSort, forall, fresh_page
+from .paged import PAGE_FIELDS, SLOT_FIELDS, Paged
 
 _ids = itertools.count()
 
 
 def view_ite(c, a: Paged, b: Paged) -> Paged:
-    return Paged({n: (lambda fa, fb: lambda p: z3.If(c, fa(p), fb(p)))(a.f[n], b.f[n]) for n in PAGE_FIELDS})
+    return Paged({n: (lambda fa, fb: lambda p: z3.If(c, fa(p), fb(p)))(a.f[n], b.f[n])
+                  for n in (*PAGE_FIELDS, *SLOT_FIELDS)})
+
+
+# --- device slots (spec/slots.py) ----------------------------------------------------------
+
+
+def slot_step(u, pre: Paged, post: Paged) -> Paged:
+    """The device pool across one step: a page that starts holding a device copy takes a
+    free slot (some free slot, distinct per page: spec/slots.py takes the lowest), one
+    that stops gives its slot back, every other page keeps its slot (a split moves none;
+    under split-slice-off-by-one the step itself moved some, ``_split``). The spec calls
+    slots.take and slots.give exactly where a node's device copy appears and goes
+    (insert, load_back, evict); tests/proofs/test_proofs_resolution_fields.py checks on
+    the slot models that every explicit step is one of this encoding's."""
+    held = lambda v, p: holds_device_slot(v, p)
+    newly = lambda p: z3.And(z3.Not(held(pre, p)), held(post, p))
+    uid = next(_ids)
+    new = z3.Function(f"taken_slot!{uid}", PageSort, SlotSort)
+    taker = z3.Function(f"taker!{uid}", SlotSort, PageSort)
+    holder = z3.Function(f"holder!{uid}", SlotSort, PageSort)
+    x = z3.Const(f"x!{uid}", SlotSort)
+    u.facts.append(forall(lambda p: z3.Implies(newly(p), z3.And(pre.dfree(new(p)), taker(new(p)) == p))))
+    # the pre-state's owner of each owned slot (slot_ownership says there is one)
+    u.facts.append(z3.ForAll([x], z3.Implies(z3.Not(pre.dfree(x)), z3.And(
+        held(pre, holder(x)), pre.dslot(holder(x)) == x))))
+    taken = lambda s: z3.And(newly(taker(s)), new(taker(s)) == s)
+    given = lambda s: z3.And(z3.Not(pre.dfree(s)), z3.Not(held(post, holder(s))))
+    return post.update(
+        dslot=lambda p: z3.If(newly(p), new(p), post.dslot(p)),
+        dfree=lambda s: z3.Or(z3.And(pre.dfree(s), z3.Not(taken(s))), given(s)),
+    ).named("slots", u.facts)
 
 
 def choice(name: str) -> Callable:
@@ -174,7 +205,21 @@ def _split(u, v: Paged, c, cond=True) -> Paged:
     new = {n: (lambda old, val: lambda e: z3.If(at_c(e), val, old(e)))(v.f[n], val) for n, val in upper.items()}
     new["start"] = lambda e: z3.If(at_c(e), old_start, z3.If(z3.And(split, e == x), lower, v.start(e)))
     new["own"] = lambda p: z3.If(z3.And(split, f.in_chain(old_start, c, p)), c, v.own(p))
+    if cfg.has("split-slice-off-by-one"):  # the lower half's device slots, one page early
+        above = _parent(u)
+        shift = lambda p: z3.And(split, v.dev(x) != ABSENT, f.in_chain(lower, x, p))
+        new["dslot"] = lambda p: z3.If(shift(p), v.dslot(above(p)), v.dslot(p))
     return v.update(**new).named("split", u.facts)
+
+
+def _parent(u):
+    """The parent page of every page that has one (a function: in a finite forest the
+    strict ancestors of a page form a chain with a deepest member)."""
+    f = u.forest
+    par = z3.Function(f"parent!{next(_ids)}", PageSort, PageSort)
+    u.facts.append(forall(lambda p, a: z3.Implies(f.lt(a, p), z3.And(
+        f.lt(par(p), p), forall(lambda z: z3.Implies(f.lt(z, p), f.le(z, par(p)))))), 2))
+    return par
 
 
 def _ceil_match(u, v: Paged, q, t, tail):
@@ -349,7 +394,7 @@ def no_params(u) -> Dict:
 def initial(u, v: Paged, a) -> Paged:
     """initial_state: nothing cached, no durable marks, an empty store."""
     false = lambda p: z3.BoolVal(False)
-    return v.update(cached=false, durable=false, store=false)
+    return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True))
 
 
 def unchanged(u, v: Paged, a) -> Paged:
@@ -361,6 +406,13 @@ def unchanged(u, v: Paged, a) -> Paged:
 def store_changes(u, v: Paged, a) -> Paged:
     """storage_backup_done, store_lose: only the store's shard bits change."""
     return havoc(v, "store", "store")
+
+
+def drain_round(u, v: Paged, a) -> Paged:
+    """drain_storage_control_queues: acks drop host references, a committed plan
+    releases host copies (host, rel), acks add durable marks; the tree and every device
+    copy stay as they are."""
+    return havoc(v, "drain", "host", "href", "rel", "durable")
 
 
 def writing_check(u, v: Paged, a) -> Paged:
@@ -380,9 +432,9 @@ def loading_check(u, v: Paged, a) -> Paged:
                  "loaded", "lock").named("loaded", u.facts)
 
 
-ALL = ("no_ghost", "counter_sanity", "prefix_closed", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
+ALL = ("no_ghost", "counter_sanity", "prefix_closed", "slot_ownership", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
        "tree_closed", "tree_paths", "node_fields", "device_closed", "durable_cached")
-SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "durable_cached", "locked_never_evicted",
+SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership", "durable_cached", "locked_never_evicted",
          "release_safety")
 
 
@@ -417,7 +469,17 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("storage_backup_done", no_params, store_changes, ALL),
     UAction("store_lose", no_params, store_changes, ALL),
     # lock decrements need lock_accounting (queue contents) for counter_sanity
+    # what only the tree and the device copies decide (the host side is not followed)
+    UAction("drain_storage_control_queues", no_params, drain_round,
+            ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership",
+             "device_closed")),
     UAction("writing_check", no_params, writing_check, SHAPE + ("no_ghost", "node_fields", "device_closed")),
     # which nodes load needs load_queue (LOADING nodes only) for device_closed
     UAction("loading_check", no_params, loading_check, SHAPE + ("no_ghost", "node_fields")),
 ]}
+
+
+def effect(u, name: str, pre: Paged, params) -> Paged:
+    """The step's view, the device pool included (slot_step) where ``u.slots``."""
+    post = UACTIONS[name].effect(u, pre, params)
+    return slot_step(u, pre, post) if u.slots and name != "init" else post

@@ -570,7 +570,7 @@ PROPERTIES = [
     _safety("locked_never_evicted", TRANSITION, 7, "locked nodes are never evicted", locked_never_evicted),
     _EVICTION_PROGRESS,
     Property("slot_ownership", INVARIANT, 3, "each slot has one owner or is free, counted once (slots)",
-             slot_ownership, slotted),
+             slot_ownership, slotted, proofs=True),
     Property("prefix_closed", INVARIANT, 8, "every cached node hangs below the page before it (page_size > 1)",
              prefix_closed, paged, proofs=True),
     _safety("rank_agreement", INVARIANT, 6, "replicas agree after every sync round", rank_agreement, multi_rank),

@@ -280,7 +280,7 @@ VARIANTS = {
             "_split_node: the lower half takes value[k-1:-1] instead of value[k:]",
             "slot_ownership",
             action="insert",
-            proof=THEOREM + "split_slice_off_by_one_witness",
+            proof_unbounded_only=True,
             twin=False,
             catalogue=False,
         ),

@@ -1,13 +1,17 @@
 """The proofs' encoding of the fields added for the seeds' resolution (issue 15):
 victim_order = "lru", the bounded durable LRU (durable_capacity, refresh_rounds) and the
-prefetch stop vote (prefetch_stop). On states of the models that exercise them, the z3
-transition formula agrees with the explicit spec in both directions (proofs.agreement),
-and each field's safety variant fails an obligation with a CTI."""
+prefetch stop vote (prefetch_stop) in the bounded encoding; page_size (prefix_closed) in
+both; slot identities (slot_ownership's device half) in the page-sorted one. On states
+of the models that exercise them, the encodings agree with the explicit spec (steps in
+both directions for the bounded one, every explicit step admitted for the page-sorted
+one, the properties' values), and each field's safety variant fails an obligation with a
+CTI."""
 
 import pytest
 
 from tiercheck.proofs.agreement import check_state
 from tiercheck.proofs.obligations import prove_action
+from tiercheck.spec.properties import BY_NAME as BY_NAME_SPEC
 from tiercheck.spec.state import is_host_leaf, live_nodes
 
 from .proof_helpers import model, walk
@@ -158,3 +162,60 @@ def test_page_ceil_match_fails_prefix_closed_unbounded_with_a_cti():
     r = next(r for r in prove_unbounded("insert", ["prefix_closed"], frozenset({"page-ceil-match"})))
     assert r.status == "failed" and r.cti["config"]["page_size"] == 2
     assert [r.status for r in prove_unbounded("insert", ["prefix_closed"])] == ["proved"]
+
+
+# --- slots: the device pool's slot_ownership and split-slice-off-by-one ---------------------
+
+SLOTS = "slots-1r"
+SLICED = "variants/split-slice-off-by-one"
+
+
+def _device_owners_ok(m, s):
+    """spec slot_ownership restricted to the device pool (the half the page-sorted
+    encoding holds): a device violation message, or None."""
+    why = BY_NAME_SPEC["slot_ownership"].fn(m, s)
+    return None if why is None or "host" in why else why
+
+
+@pytest.mark.parametrize("name", [SLOTS, SLICED])
+def test_slot_ownership_device_half_has_the_spec_value(name):
+    from tiercheck.proofs.epr_agreement import invariant_values
+
+    m = model(name)
+    seen = set()
+    for s in _spread(_reachable(m), 25):
+        ok = _device_owners_ok(m, s) is None
+        assert invariant_values(m, s, 0, ["slot_ownership"])["slot_ownership"] == ok, s
+        seen.add(ok)
+    assert True in seen and (name == SLOTS or False in seen)
+
+
+@pytest.mark.parametrize("name", [SLOTS, SLICED])
+def test_device_slot_steps_are_behaviours_of_the_page_sorted_encoding(name):
+    """Up to three explicit steps per covered action (insert, evict, load_back,
+    loading_check, the drain, ...) from states inside the invariants: each is admitted,
+    the slots taken and given included."""
+    from tiercheck.proofs.epr_agreement import admits
+    from tiercheck.proofs.epr_obligations import COVERED_ACTIONS
+
+    m = model(name)
+    seen = {}
+    for s in _spread(_reachable(m), 60):
+        if BY_NAME_SPEC["slot_ownership"].fn(m, s):
+            continue
+        for a in m.actions(s):
+            if a.name in COVERED_ACTIONS and seen.get(a.name, 0) < 3:
+                assert admits(m, s, a, m.next_state(s, a), 0), a
+                seen[a.name] = seen.get(a.name, 0) + 1
+    assert {"insert", "evict"} <= set(seen), seen
+
+
+@pytest.mark.slow
+def test_split_slice_off_by_one_fails_slot_ownership_unbounded_with_a_cti():
+    from tiercheck.proofs.epr_obligations import prove_action as prove_unbounded
+
+    r = prove_unbounded("insert", ["slot_ownership"], frozenset({"split-slice-off-by-one"}))[0]
+    assert r.status == "failed"
+    post = r.cti["slots"]["post"]["owner"]
+    assert len(set(post.values())) < len(post)  # two pages own one slot
+    assert [x.status for x in prove_unbounded("insert", ["slot_ownership"])] == ["proved"]
