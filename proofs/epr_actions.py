@@ -409,10 +409,17 @@ def store_changes(u, v: Paged, a) -> Paged:
 
 
 def drain_round(u, v: Paged, a) -> Paged:
-    """drain_storage_control_queues: acks drop host references, a committed plan
-    releases host copies (host, rel), acks add durable marks; the tree and every device
-    copy stay as they are."""
-    return havoc(v, "drain", "host", "href", "rel", "durable")
+    """drain_storage_control_queues: acks drop host references (not followed), a
+    committed plan releases the host copies of some redundant mirrors (device and host
+    resident; which ones is the plan's business: a free set), acks add durable marks on
+    cached pages and a bounded LRU drops some; the tree and every device copy stay."""
+    released = choice("released")
+    u.facts.append(forall(lambda x: z3.Implies(released(x), z3.And(
+        v.live(x), v.dev(x) == RESIDENT, v.host(x) == HOST_RESIDENT))))
+    out = havoc(v.set_node(released, host=lambda x: z3.IntVal(ABSENT), rel=lambda x: z3.BoolVal(True)),
+                "drain", "href", "durable")
+    u.facts.append(forall(lambda p: z3.Implies(out.durable(p), v.cached(p))))
+    return out.named("drained", u.facts)
 
 
 def writing_check(u, v: Paged, a) -> Paged:
@@ -461,7 +468,11 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("prefetch_from_storage", prefetch_params, prefetch_from_storage,
             tuple(t for t in ALL if t != "release_safety")),
     UAction("check_prefetch_progress", check_prefetch_params, check_prefetch_progress, PREFETCH_CHECK),
-    UAction("local_access", disabled, unchanged, ALL),
+    # victim_order = "lru": a rank's own touch moves its clock only (not in the view)
+    UAction("local_access", no_params, unchanged, ALL),
+    # request_locks is refused (proofs.scope): never enabled, as bounded
+    UAction("lock_request", disabled, unchanged, ALL),
+    UAction("unlock_request", disabled, unchanged, ALL),
     UAction("write_dma_done", no_params, unchanged, ALL),
     UAction("load_dma_done", no_params, unchanged, ALL),
     UAction("prefetch_io", no_params, unchanged, ALL),
@@ -469,10 +480,11 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("storage_backup_done", no_params, store_changes, ALL),
     UAction("store_lose", no_params, store_changes, ALL),
     # lock decrements need lock_accounting (queue contents) for counter_sanity
-    # what only the tree and the device copies decide (the host side is not followed)
+    # what the tree, the device copies and the released mirrors decide (references and
+    # the plan's choice are not followed: counter_sanity, release_safety stay bounded)
     UAction("drain_storage_control_queues", no_params, drain_round,
             ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership",
-             "device_closed")),
+             "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted")),
     UAction("writing_check", no_params, writing_check, SHAPE + ("no_ghost", "node_fields", "device_closed")),
     # which nodes load needs load_queue (LOADING nodes only) for device_closed
     UAction("loading_check", no_params, loading_check, SHAPE + ("no_ghost", "node_fields")),
