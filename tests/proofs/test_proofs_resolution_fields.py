@@ -219,3 +219,19 @@ def test_split_slice_off_by_one_fails_slot_ownership_unbounded_with_a_cti():
     post = r.cti["slots"]["post"]["owner"]
     assert len(set(post.values())) < len(post)  # two pages own one slot
     assert [x.status for x in prove_unbounded("insert", ["slot_ownership"])] == ["proved"]
+
+
+def test_prove_asks_for_unbounded_where_only_the_page_sorted_encoding_models_the_variant(capsys):
+    from tiercheck.cli import main
+
+    for name in ("page-ceil-match", "split-slice-off-by-one"):
+        assert main(["prove", "--variant", name]) == 2
+        assert "--unbounded" in capsys.readouterr().err
+
+
+def test_the_audit_lists_the_page_sorted_only_obligations_when_unbounded():
+    from tiercheck.proofs.audit import audit_targets
+
+    assert "slot_ownership" not in audit_targets("insert", False)
+    assert "slot_ownership" in audit_targets("insert", True)
+    assert "prefix_closed" in audit_targets("insert", False)
