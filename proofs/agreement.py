@@ -57,6 +57,57 @@ def lift(ctx, m: Model, s) -> SState:
     return SState(space, rank_fn, conc.hung, conc.halted)
 
 
+def bind_lru(ctx, m: Model, s) -> None:
+    """The victim keys of ``s`` (encode.host_eviction.victim_keys): each rank's position
+    of every node in its LRU order (its clock order under lru-local-clock)."""
+    if not m.cfg.lru:
+        return
+
+    def positions(field):
+        rows = []
+        for rs in s.ranks:
+            order = getattr(rs, field)
+            pos = {e: i for i, e in enumerate(order)}
+            rows.append([pos.get(p, len(order)) for p in range(len(rs.owner))])
+        if not ctx.space.symbolic:
+            return lambda h: rows[h]
+
+        def at(h):
+            out = rows[-1]
+            for r in range(len(rows) - 2, -1, -1):
+                out = [z3.If(h == ctx.space.closed[r], a, b) for a, b in zip(rows[r], out)]
+            return out
+
+        return at
+
+    ctx.lru_positions = positions("clock" if m.cfg.has("lru-local-clock") else "lru")
+    ctx.clock_positions = positions("clock")
+
+
+def bind_dlru(ctx, m: Model, s) -> None:
+    """The durable LRU of ``s`` (encode.durable.lru_view): per rank each page's position
+    in ``dlru`` and its age (refresh_rounds where it has no entry)."""
+    rows = []
+    for rs in s.ranks:
+        pos = {p: i for i, (p, _a) in enumerate(rs.dlru)}
+        age = dict(rs.dlru)
+        k = len(rs.owner)
+        rows.append(([pos.get(p, -1) for p in range(k)], [age.get(p, m.cfg.refresh_rounds) for p in range(k)]))
+    if not ctx.space.symbolic:
+        ctx.dlru_of = lambda h: rows[h]
+        return
+
+    def at(h):
+        stamps, ages = rows[-1]
+        for r in range(len(rows) - 2, -1, -1):
+            c = h == ctx.space.closed[r]
+            stamps = [z3.If(c, a, b) for a, b in zip(rows[r][0], stamps)]
+            ages = [z3.If(c, a, b) for a, b in zip(rows[r][1], ages)]
+        return stamps, ages
+
+    ctx.dlru_of = at
+
+
 def _handles(ctx):
     return ctx.space.closed if ctx.space.symbolic else ctx.space.handles()
 
@@ -99,6 +150,8 @@ def admits(m: Model, s, a, t, rank_space="concrete") -> bool:
     """The encoding admits the explicit step s --a--> t."""
     ctx = concrete_ctx(m, rank_space)
     pre = lift(ctx, m, s)
+    bind_lru(ctx, m, s)
+    bind_dlru(ctx, m, s)
     st = step(ctx, pre, a.name)
     goal = [st.guard, post_equals(ctx, st.post, m, t)] + bind(ctx, m, st.params, a)
     sol = _solver_with(ctx, goal)
@@ -109,6 +162,8 @@ def extra_successor(m: Model, s, name: str, succs: List, rank_space="concrete"):
     """A successor the encoding allows for action ``name`` that the spec lacks, or None."""
     ctx = concrete_ctx(m, rank_space)
     pre = lift(ctx, m, s)
+    bind_lru(ctx, m, s)
+    bind_dlru(ctx, m, s)
     st = step(ctx, pre, name)
     differs = [not_(post_equals(ctx, st.post, m, t)) for t in succs]
     sol = _solver_with(ctx, [st.guard] + differs)

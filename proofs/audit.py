@@ -67,6 +67,18 @@ def _job(args):
 UNBOUNDED = "unbounded"  # the job kind of an action's page-sorted obligations
 
 
+def audit_targets(action: str, unbounded: bool) -> List[str]:
+    """The action's obligations: those of the bounded encoding, and with ``unbounded``
+    also the properties only the page-sorted encoding has (slot_ownership's device half)."""
+    targets = targets_for(action)
+    if not unbounded:
+        return targets
+    from .epr_obligations import covered
+    from .epr_properties import UPROPS
+
+    return targets + [t for t in UPROPS if t not in targets and covered(t, action)]
+
+
 def _jobs(names, variants, pages, unbounded):
     """One job per (action, case of the pre-state): the two cases of an expensive action
     run side by side. With ``unbounded``, an action's covered targets are one more job."""
@@ -78,7 +90,7 @@ def _jobs(names, variants, pages, unbounded):
         if unbounded:
             from .epr_obligations import covered
 
-            mine = [t for t in targets if covered(t, a)]
+            mine = [t for t in audit_targets(a, True) if covered(t, a)]
             if mine:
                 out.append((a, UNBOUNDED, variants, pages, tuple(mine)))
             targets = [t for t in targets if not covered(t, a)]
@@ -96,7 +108,7 @@ def prove_mixed(action: str, variants=(), pages: int = DEFAULT_PAGES, unbounded:
     for job in _jobs([action], tuple(sorted(variants)), pages, unbounded):
         for r in _job(job)[0]:
             merged[r.target] = _merge(merged[r.target], r) if r.target in merged else r
-    return [merged[t] for t in targets_for(action) if t in merged]
+    return [merged[t] for t in audit_targets(action, unbounded) if t in merged]
 
 
 def _merge(old: Result, new: Result) -> Result:
@@ -132,7 +144,7 @@ def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions
         merged = by_action.setdefault(a, {})
         for r in rs:
             merged[r.target] = _merge(merged[r.target], r) if r.target in merged else r
-    order = {a: targets_for(a) for a in by_action}
+    order = {a: audit_targets(a, unbounded) for a in by_action}
     ordered = [by_action[a][t] for a in ACTION_NAMES if a in by_action for t in order[a] if t in by_action[a]]
     return Audit(tuple(sorted(variants)), pages, workers, ordered, theorems, time.perf_counter() - t0, cpu, unbounded)
 

@@ -19,8 +19,11 @@ from .sym import and_, const, implies, ite, not_, or_
 FLAGS = (
     "wb", "sel", "storage", "prefetch", "mirror", "dupr", "single_writer",
     "partial_storage", "store_loss", "alloc_asymmetry", "registry_skew",
+    "wait_complete",  # prefetch_stop = "wait_complete" (else best_effort)
+    "lru",  # victim_order = "lru" (else page order)
+    "paged",  # page_size > 1 (pages of several tokens: siblings may share a leading token)
 )
-INTS = ("device_pages", "host_pages", "host_free_target", "fail_close_after")
+INTS = ("device_pages", "host_pages", "host_free_target", "fail_close_after", "durable_capacity", "refresh_rounds")
 
 
 @dataclass
@@ -36,10 +39,15 @@ class ProofConfig:
     store_loss: object
     alloc_asymmetry: object
     registry_skew: object
+    wait_complete: object
+    lru: object
+    paged: object
     device_pages: object
     host_pages: object
     host_free_target: object
     fail_close_after: object
+    durable_capacity: object
+    refresh_rounds: object
     digest_bits: int = 16
     variants: frozenset = frozenset()
     symbolic: bool = False
@@ -67,6 +75,8 @@ class ProofConfig:
             const(self.host_pages) >= 0,
             const(self.host_free_target) >= 0,
             const(self.fail_close_after) >= 1,
+            const(self.durable_capacity) >= 0,
+            const(self.refresh_rounds) >= 0,
         ]
 
     @staticmethod
@@ -93,10 +103,15 @@ class ProofConfig:
             store_loss=cfg.fault("store_loss"),
             alloc_asymmetry=cfg.fault("alloc_asymmetry"),
             registry_skew=cfg.fault("registry_skew"),
+            wait_complete=cfg.prefetch_stop == "wait_complete",
+            lru=cfg.lru,
+            paged=cfg.page_size > 1,
             device_pages=cfg.device_pages,
             host_pages=cfg.host_pages,
             host_free_target=cfg.host_free_target,
             fail_close_after=cfg.fail_close_after,
+            durable_capacity=cfg.durable_capacity,
+            refresh_rounds=cfg.refresh_rounds,
             digest_bits=cfg.digest_bits,
             variants=frozenset(cfg.variants),
             symbolic=False,

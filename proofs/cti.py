@@ -62,6 +62,11 @@ def _config(su, model, n_ranks, paths) -> Config:
         host_free_target=val(cfg.host_free_target),
         fail_close_after=val(cfg.fail_close_after),
         digest_bits=cfg.digest_bits,
+        prefetch_stop="wait_complete" if val(cfg.wait_complete) else "best_effort",
+        victim_order="lru" if val(cfg.lru) else "path",
+        page_size=2 if val(cfg.paged) else 1,
+        durable_capacity=val(cfg.durable_capacity),
+        refresh_rounds=val(cfg.refresh_rounds),
         max_lock=1 << 30,
         variants=cfg.variants,
     )
@@ -84,7 +89,8 @@ def _action(su, model, reps, seen, m):
 def extract(su, model, target: str, action: str) -> Dict:
     reps, seen = _ranks(su, model)
     parent = su.ctx.uni.concrete_parent(model)
-    paths = token_paths(parent)
+    paged = model_value(model, const(su.ctx.cfg.paged))
+    paths = token_paths(parent, 2 if paged else 1)
     cfg = _config(su, model, len(reps), paths)
     m = Model(cfg)
     req_of_end = lambda e: e  # requests are the pages' paths, in page order
@@ -149,6 +155,11 @@ def _config_dict(cfg: Config) -> Dict:
         "faults": sorted(cfg.faults),
         "host_free_target": cfg.host_free_target,
         "fail_close_after": cfg.fail_close_after,
+        "prefetch_stop": cfg.prefetch_stop,
+        "victim_order": cfg.victim_order,
+        "durable_capacity": cfg.durable_capacity,
+        "page_size": cfg.page_size,
+        "refresh_rounds": cfg.refresh_rounds,
         "variants": sorted(cfg.variants),
     }
 
@@ -217,6 +228,8 @@ def format_cti(cti: Dict) -> List[str]:
         f"{c['policy']}; device_pages {c['device_pages']}, host_pages {c['host_pages']}; "
         f"{' '.join(feats) or 'no features'}; faults {c['faults'] or '-'}; host_free_target "
         f"{c['host_free_target']}, fail_close_after {c['fail_close_after']}; variants {c['variants'] or '-'}"
+        + "".join(f"; {k} {c[k]}" for k in ("page_size", "victim_order", "prefetch_stop", "durable_capacity",
+                                           "refresh_rounds") if k in c)
     )
     if "forest" in cti:
         f = cti["forest"]
@@ -231,6 +244,11 @@ def format_cti(cti: Dict) -> List[str]:
         lines.append(f"step: {cti['step']}")
         lines.append("post-state changes:")
         lines += ["  " + x for x in diff_states(cti["pre"], cti["post"])] or ["  (none)"]
+    if "slots" in cti:
+        for when in ("pre", "post"):
+            sl = cti["slots"][when]
+            lines.append(f"device slots {when}: " + ", ".join(f"page {p} -> slot {x}" for p, x in sl["owner"].items())
+                         + f"; free {sl['free']}")
     ex = cti.get("explicit") or {}
     if "successor" in ex:
         lines.append(f"explicit spec replay: successor {ex['successor']}")

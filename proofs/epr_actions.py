@@ -21,15 +21,46 @@ from typing import Callable, Dict, NamedTuple
 import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
-from .epr_properties import b_, can_reclaim_duplicate, node_has_page
-from .forest import PageSort, forall, fresh_page
-from .paged import PAGE_FIELDS, Paged
+from .epr_properties import b_, can_reclaim_duplicate, holds_device_slot, node_has_page
+from .forest import PageSort, SlotSort, forall, fresh_page
+from .paged import PAGE_FIELDS, SLOT_FIELDS, Paged
 
 _ids = itertools.count()
 
 
 def view_ite(c, a: Paged, b: Paged) -> Paged:
-    return Paged({n: (lambda fa, fb: lambda p: z3.If(c, fa(p), fb(p)))(a.f[n], b.f[n]) for n in PAGE_FIELDS})
+    return Paged({n: (lambda fa, fb: lambda p: z3.If(c, fa(p), fb(p)))(a.f[n], b.f[n])
+                  for n in (*PAGE_FIELDS, *SLOT_FIELDS)})
+
+
+# --- device slots (spec/slots.py) ----------------------------------------------------------
+
+
+def slot_step(u, pre: Paged, post: Paged) -> Paged:
+    """The device pool across one step: a page that starts holding a device copy takes a
+    free slot (some free slot, distinct per page: spec/slots.py takes the lowest), one
+    that stops gives its slot back, every other page keeps its slot (a split moves none;
+    under split-slice-off-by-one the step itself moved some, ``_split``). The spec calls
+    slots.take and slots.give exactly where a node's device copy appears and goes
+    (insert, load_back, evict); tests/proofs/test_proofs_resolution_fields.py checks on
+    the slot models that every explicit step is one of this encoding's."""
+    held = lambda v, p: holds_device_slot(v, p)
+    newly = lambda p: z3.And(z3.Not(held(pre, p)), held(post, p))
+    uid = next(_ids)
+    new = z3.Function(f"taken_slot!{uid}", PageSort, SlotSort)
+    taker = z3.Function(f"taker!{uid}", SlotSort, PageSort)
+    holder = z3.Function(f"holder!{uid}", SlotSort, PageSort)
+    x = z3.Const(f"x!{uid}", SlotSort)
+    u.facts.append(forall(lambda p: z3.Implies(newly(p), z3.And(pre.dfree(new(p)), taker(new(p)) == p))))
+    # the pre-state's owner of each owned slot (slot_ownership says there is one)
+    u.facts.append(z3.ForAll([x], z3.Implies(z3.Not(pre.dfree(x)), z3.And(
+        held(pre, holder(x)), pre.dslot(holder(x)) == x))))
+    taken = lambda s: z3.And(newly(taker(s)), new(taker(s)) == s)
+    given = lambda s: z3.And(z3.Not(pre.dfree(s)), z3.Not(held(post, holder(s))))
+    return post.update(
+        dslot=lambda p: z3.If(newly(p), new(p), post.dslot(p)),
+        dfree=lambda s: z3.Or(z3.And(pre.dfree(s), z3.Not(taken(s))), given(s)),
+    ).named("slots", u.facts)
 
 
 def choice(name: str) -> Callable:
@@ -174,7 +205,38 @@ def _split(u, v: Paged, c, cond=True) -> Paged:
     new = {n: (lambda old, val: lambda e: z3.If(at_c(e), val, old(e)))(v.f[n], val) for n, val in upper.items()}
     new["start"] = lambda e: z3.If(at_c(e), old_start, z3.If(z3.And(split, e == x), lower, v.start(e)))
     new["own"] = lambda p: z3.If(z3.And(split, f.in_chain(old_start, c, p)), c, v.own(p))
+    if cfg.has("split-slice-off-by-one"):  # the lower half's device slots, one page early
+        above = _parent(u)
+        shift = lambda p: z3.And(split, v.dev(x) != ABSENT, f.in_chain(lower, x, p))
+        new["dslot"] = lambda p: z3.If(shift(p), v.dslot(above(p)), v.dslot(p))
     return v.update(**new).named("split", u.facts)
+
+
+def _parent(u):
+    """The parent page of every page that has one (a function: in a finite forest the
+    strict ancestors of a page form a chain with a deepest member)."""
+    f = u.forest
+    par = z3.Function(f"parent!{next(_ids)}", PageSort, PageSort)
+    u.facts.append(forall(lambda p, a: z3.Implies(f.lt(a, p), z3.And(
+        f.lt(par(p), p), forall(lambda z: z3.Implies(f.lt(z, p), f.le(z, par(p)))))), 2))
+    return par
+
+
+def _ceil_match(u, v: Paged, q, t, tail):
+    """Variant page-ceil-match (page_size > 1): the walk takes a cached sibling of the
+    request's first uncached page t that begins with the same token (``u.lead``) for t
+    (the node holding it is split there); the request's pages below t then hang below
+    t, which stays uncached, and a request ending at t adds no node. Returns (taken,
+    sibling, the new leaf's start); without the variant (None, None, t)."""
+    if not u.cfg.has("page-ceil-match"):
+        return None, None, t
+    f = u.forest
+    sib = fresh_page("ceil_sibling")
+    below, fact = f.least_on_path(q, lambda p: f.lt(t, p), "below_ceil")
+    u.facts.append(fact)
+    siblings = forall(lambda x: f.lt(x, sib) == f.lt(x, t))
+    taken = define(u, "ceil", z3.And(b_(u.cfg.paged), tail, sib != t, v.cached(sib), u.lead(sib, t), siblings))
+    return taken, sib, z3.If(taken, below, t)
 
 
 def insert(u, v: Paged, a) -> Paged:
@@ -189,8 +251,17 @@ def insert(u, v: Paged, a) -> Paged:
     c, fact = f.greatest_on_path(q, walked, "walked_to")
     u.facts.append(fact)
     has_c = define(u, "walk", walked(c))
-    v1 = _split(u, v, c)
-    on_path = lambda y: z3.And(has_c, v1.live(y), f.le(y, c))
+    t, fact = f.least_on_path(q, lambda p: z3.Not(v.cached(p)), "tail_start")
+    u.facts.append(fact)
+    tail = define(u, "tail", z3.Not(v.cached(q)))
+    ceil, sib, start = _ceil_match(u, v, q, t, tail)
+    if ceil is None:
+        v1 = _split(u, v, c)
+    else:  # the walk goes on through sib: the split is at sib, not at c
+        v1 = _split(u, _split(u, v, c, z3.Not(ceil)), sib, ceil)
+        tail = define(u, "tail", z3.And(tail, z3.Not(z3.And(ceil, t == q))))
+    on_path = lambda y: z3.Or(z3.And(has_c, v1.live(y), f.le(y, c)),
+                              z3.And(ceil if ceil is not None else False, y == sib))
     wt = z3.Not(b_(cfg.wb))
     thr = z3.If(b_(cfg.sel), 2, 1)
     bump = lambda h: z3.If(h + 1 <= thr, h + 1, thr)
@@ -198,11 +269,8 @@ def insert(u, v: Paged, a) -> Paged:
         dev=lambda y: z3.If(z3.And(on_path(y), v1.dev(y) == ABSENT), z3.IntVal(RESIDENT), v1.dev(y)),
         hits=lambda y: z3.If(z3.And(on_path(y), v1.dev(y) != ABSENT, wt), bump(v1.hits(y)), v1.hits(y)),
     ).named("walked", u.facts)
-    tail = define(u, "tail", z3.Not(v.cached(q)))
-    t, fact = f.least_on_path(q, lambda p: z3.Not(v.cached(p)), "tail_start")
-    u.facts.append(fact)
-    new = lambda p: z3.And(tail, f.in_chain(t, q, p))
-    leaf_vals = dict(start=t, dev=z3.IntVal(RESIDENT), host=z3.IntVal(ABSENT), lock=z3.IntVal(0),
+    new = lambda p: z3.And(tail, f.in_chain(start, q, p))
+    leaf_vals = dict(start=start, dev=z3.IntVal(RESIDENT), host=z3.IntVal(ABSENT), lock=z3.IntVal(0),
                      href=z3.IntVal(0), hits=z3.If(wt, bump(z3.IntVal(0)), 0), lbp=z3.BoolVal(False),
                      rel=z3.BoolVal(False))
     at_q = lambda e: z3.And(tail, e == q)
@@ -326,7 +394,7 @@ def no_params(u) -> Dict:
 def initial(u, v: Paged, a) -> Paged:
     """initial_state: nothing cached, no durable marks, an empty store."""
     false = lambda p: z3.BoolVal(False)
-    return v.update(cached=false, durable=false, store=false)
+    return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True))
 
 
 def unchanged(u, v: Paged, a) -> Paged:
@@ -338,6 +406,20 @@ def unchanged(u, v: Paged, a) -> Paged:
 def store_changes(u, v: Paged, a) -> Paged:
     """storage_backup_done, store_lose: only the store's shard bits change."""
     return havoc(v, "store", "store")
+
+
+def drain_round(u, v: Paged, a) -> Paged:
+    """drain_storage_control_queues: acks drop host references (not followed), a
+    committed plan releases the host copies of some redundant mirrors (device and host
+    resident; which ones is the plan's business: a free set), acks add durable marks on
+    cached pages and a bounded LRU drops some; the tree and every device copy stay."""
+    released = choice("released")
+    u.facts.append(forall(lambda x: z3.Implies(released(x), z3.And(
+        v.live(x), v.dev(x) == RESIDENT, v.host(x) == HOST_RESIDENT))))
+    out = havoc(v.set_node(released, host=lambda x: z3.IntVal(ABSENT), rel=lambda x: z3.BoolVal(True)),
+                "drain", "href", "durable")
+    u.facts.append(forall(lambda p: z3.Implies(out.durable(p), v.cached(p))))
+    return out.named("drained", u.facts)
 
 
 def writing_check(u, v: Paged, a) -> Paged:
@@ -357,16 +439,16 @@ def loading_check(u, v: Paged, a) -> Paged:
                  "loaded", "lock").named("loaded", u.facts)
 
 
-ALL = ("no_ghost", "counter_sanity", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
+ALL = ("no_ghost", "counter_sanity", "prefix_closed", "slot_ownership", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
        "tree_closed", "tree_paths", "node_fields", "device_closed", "durable_cached")
-SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "durable_cached", "locked_never_evicted",
+SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership", "durable_cached", "locked_never_evicted",
          "release_safety")
 
 
 # tree_closed and tree_paths need the anchor to be a live node end right above the
 # fetched pages, counter_sanity its protection still held: prefetch_queue and
 # href_accounting, both about queue contents (bounded)
-PREFETCH_CHECK = tuple(t for t in ALL if t not in ("tree_closed", "tree_paths", "counter_sanity"))
+PREFETCH_CHECK = tuple(t for t in ALL if t not in ("tree_closed", "tree_paths", "counter_sanity", "prefix_closed"))
 
 
 class UAction(NamedTuple):
@@ -386,7 +468,11 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("prefetch_from_storage", prefetch_params, prefetch_from_storage,
             tuple(t for t in ALL if t != "release_safety")),
     UAction("check_prefetch_progress", check_prefetch_params, check_prefetch_progress, PREFETCH_CHECK),
-    UAction("local_access", disabled, unchanged, ALL),
+    # victim_order = "lru": a rank's own touch moves its clock only (not in the view)
+    UAction("local_access", no_params, unchanged, ALL),
+    # request_locks is refused (proofs.scope): never enabled, as bounded
+    UAction("lock_request", disabled, unchanged, ALL),
+    UAction("unlock_request", disabled, unchanged, ALL),
     UAction("write_dma_done", no_params, unchanged, ALL),
     UAction("load_dma_done", no_params, unchanged, ALL),
     UAction("prefetch_io", no_params, unchanged, ALL),
@@ -394,7 +480,18 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("storage_backup_done", no_params, store_changes, ALL),
     UAction("store_lose", no_params, store_changes, ALL),
     # lock decrements need lock_accounting (queue contents) for counter_sanity
+    # what the tree, the device copies and the released mirrors decide (references and
+    # the plan's choice are not followed: counter_sanity, release_safety stay bounded)
+    UAction("drain_storage_control_queues", no_params, drain_round,
+            ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership",
+             "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted")),
     UAction("writing_check", no_params, writing_check, SHAPE + ("no_ghost", "node_fields", "device_closed")),
     # which nodes load needs load_queue (LOADING nodes only) for device_closed
     UAction("loading_check", no_params, loading_check, SHAPE + ("no_ghost", "node_fields")),
 ]}
+
+
+def effect(u, name: str, pre: Paged, params) -> Paged:
+    """The step's view, the device pool included (slot_step) where ``u.slots``."""
+    post = UACTIONS[name].effect(u, pre, params)
+    return slot_step(u, pre, post) if u.slots and name != "init" else post

@@ -15,15 +15,15 @@ from typing import Dict
 import z3
 
 from .config import ProofConfig
-from .epr_actions import UACTIONS
+from .epr_actions import UACTIONS, effect
 from .epr_obligations import UCtx
-from .epr_properties import UPROPS, device_leaves
-from .forest import Forest, PageSort, forall, ground
+from .epr_properties import UPROPS, device_leaves, holds_device_slot
+from .forest import Forest, PageSort, SlotSort, forall, ground
 from .paged import NODE_FIELDS, from_rank
 
 
 def _lift(m, s, r, u, pages):
-    v, facts = from_rank(s.ranks[r], s.store[r], pages)
+    v, facts = from_rank(s.ranks[r], s.store[r], pages, u.slot_consts)
     return v, facts
 
 
@@ -31,7 +31,14 @@ def _base(m):
     u = UCtx(ProofConfig.from_spec(m.cfg), Forest())
     pages, facts = u.forest.closed(m.pages.parent)
     u.pages = pages
-    return u, pages, facts[:1] + facts[2:] + u.forest.axioms()  # facts[1]: the sort closed (ground does it)
+    # the device pool's slots as a closed sort (one constant if slots are not modelled)
+    u.slots = m.cfg.slots
+    u.slot_consts = [z3.Const(f"slot{i}!{id(u)}", SlotSort) for i in range(m.cfg.device_pages if m.cfg.slots else 1)]
+    if len(u.slot_consts) > 1:
+        facts.append(z3.Distinct(*u.slot_consts))
+    first = [m.pages.tokens(p)[0] for p in range(len(pages))]
+    lead = [u.lead(a, b) == (first[i] == first[j]) for i, a in enumerate(pages) for j, b in enumerate(pages)]
+    return u, pages, facts[:1] + facts[2:] + u.forest.axioms() + lead  # facts[1]: the sort closed (ground does it)
 
 
 def _registry(pages, dups):
@@ -39,20 +46,21 @@ def _registry(pages, dups):
     return d, [d(c) == (i in dups) for i, c in enumerate(pages)]
 
 
-def _holds(pages, facts, formula) -> bool:
+def _holds(pages, facts, formula, slots=()) -> bool:
     sol = z3.Solver()
-    sol.add(*ground(list(facts) + [z3.Not(formula)], pages))
+    sol.add(*ground(list(facts) + [z3.Not(formula)], pages, slots))
     res = sol.check()
     if res == z3.unknown:
         raise RuntimeError(f"z3 could not evaluate: {sol.reason_unknown()}")
     return res == z3.unsat
 
 
-def invariant_values(m, s, r: int) -> Dict[str, bool]:
-    """Every unbounded invariant on rank r of explicit state s."""
+def invariant_values(m, s, r: int, names=None) -> Dict[str, bool]:
+    """Every unbounded invariant (or those named) on rank r of explicit state s."""
     u, pages, facts = _base(m)
     v, vf = _lift(m, s, r, u, pages)
-    return {n: _holds(pages, facts + vf, p.fn(u, v)) for n, p in UPROPS.items() if p.kind == "invariant"}
+    return {n: _holds(pages, facts + vf, p.fn(u, v), u.slot_consts) for n, p in UPROPS.items()
+            if p.kind == "invariant" and (names is None or n in names) and (u.slots or n != "slot_ownership")}
 
 
 def same_view(u, a, b):
@@ -63,9 +71,11 @@ def same_view(u, a, b):
             a.cached(p) == b.cached(p), z3.Implies(a.cached(p), a.own(p) == b.own(p)),
             z3.Implies(live, z3.And(*[getattr(a, f)(p) == getattr(b, f)(p) for f in NODE_FIELDS])),
             a.durable(p) == b.durable(p), a.store(p) == b.store(p),
+            z3.Implies(z3.And(u.slots, holds_device_slot(a, p)), a.dslot(p) == b.dslot(p)),
         )
 
-    return forall(at)
+    x = z3.Const(f"x!{id(a)}", SlotSort)
+    return z3.And(forall(at), z3.ForAll([x], z3.Implies(u.slots, a.dfree(x) == b.dfree(x))))
 
 
 def step_setup(m, s, r, name: str):
@@ -75,7 +85,7 @@ def step_setup(m, s, r, name: str):
     params = UACTIONS[name].params(u)
     params["dups"], df = _registry(pages, set(s.ranks[r].dups))
     params["leaf"] = device_leaves(u, pre, "leaf")
-    post = UACTIONS[name].effect(u, pre, params)
+    post = effect(u, name, pre, params)
     return u, pages, facts + pf + df, pre, params, post
 
 
@@ -87,7 +97,7 @@ def admits(m, s, a, t, r: int) -> bool:
     if "req" in params:
         bind.append(params["req"] == pages[m.pages.request_pages[a["req"]][-1]])
     sol = z3.Solver()
-    sol.add(*ground([*facts, *u.facts, *tf, *bind, same_view(u, post, target)], pages))
+    sol.add(*ground([*facts, *u.facts, *tf, *bind, same_view(u, post, target)], pages, u.slot_consts))
     res = sol.check()
     if res == z3.unknown:
         raise RuntimeError(f"z3 could not decide: {sol.reason_unknown()}")
@@ -99,5 +109,5 @@ def transition_values(m, s, a, t, r: int) -> Dict[str, bool]:
     u, pages, facts, pre, params, _post = step_setup(m, s, r, a.name)
     target, tf = _lift(m, t, r, u, pages)
     base = facts + u.facts + tf
-    return {n: _holds(pages, base, p.fn(u, pre, target, params)) for n, p in UPROPS.items()
+    return {n: _holds(pages, base, p.fn(u, pre, target, params), u.slot_consts) for n, p in UPROPS.items()
             if p.kind == "transition"}

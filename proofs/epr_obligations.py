@@ -22,7 +22,7 @@ from typing import Dict, List, NamedTuple, Optional
 import z3
 
 from .config import ProofConfig
-from .epr_actions import UACTIONS
+from .epr_actions import UACTIONS, effect
 from .epr_properties import UINVARIANTS, UPROPS, device_leaves
 from .forest import Forest, PageSort, finite_model
 from .paged import read_rank, symbolic, values_to_rank
@@ -33,6 +33,10 @@ class UCtx:
         self.cfg = cfg
         self.forest = forest
         self.facts: List = []
+        # page_size > 1: lead(a, b), pages a and b begin with the same token (only
+        # siblings can be told apart by it; see epr_actions.insert, page-ceil-match)
+        self.lead = z3.Function("lead", PageSort, PageSort, z3.BoolSort())
+        self.slots = True  # device slot identities (epr_actions.slot_step)
 
 
 def covered(target: str, action: str) -> bool:
@@ -57,7 +61,7 @@ def setup(action: str, variants=frozenset(), fix=None) -> USetup:
     params = UACTIONS[action].params(u)
     params["dups"] = z3.Function("s.dups", PageSort, z3.BoolSort())  # duplicate registry membership
     params["leaf"] = device_leaves(u, pre, "s.leaf")
-    post = UACTIONS[action].effect(u, pre, params)
+    post = effect(u, action, pre, params)
     sol = z3.Solver()
     sol.add(*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in cfg.constraints()])
     sol.add(*[UPROPS[n].fn(u, pre) for n in UINVARIANTS])
@@ -118,7 +122,10 @@ def extract(su: USetup, model, target: str, action: str) -> Dict:
     from .universe import token_paths
 
     order, parents = su.u.forest.parent_array(model)
-    paths = token_paths(list(parents))
+    is_true = lambda t: z3.is_true(model.eval(t, model_completion=True))
+    lead = [next(j for j in range(len(order)) if j == i or (parents[j] == parents[i] and is_true(su.u.lead(order[j], x))))
+            for i, x in enumerate(order)]
+    paths = token_paths(list(parents), 2 if is_true(su.u.cfg.paged) else 1, lead)
     cfg = _config(SimpleNamespace(ctx=SimpleNamespace(cfg=su.u.cfg)), model, 1, paths)
     m = Model(cfg)
     idx = {str(x): i for i, x in enumerate(order)}
@@ -146,7 +153,18 @@ def extract(su: USetup, model, target: str, action: str) -> Dict:
         "step": f"{a}" + (f" with {', '.join(f'{k}={v}' for k, v in choices.items())}" if choices else ""),
         "pre": render_state(m, state(su.pre, True)), "post": render_state(m, state(su.post, True)),
         "explicit": {},
+        **({"slots": {w: _slots(model, v, order, m) for w, v in (("pre", su.pre), ("post", su.post))}}
+           if target == "slot_ownership" else {}),
     }
+
+
+def _slots(model, view, order, m) -> Dict:
+    """A finite model's device pool: each page holding a device copy and its slot, the
+    free slots."""
+    vals = read_rank(model, view, order)
+    rs = values_to_rank(vals)
+    return {"owner": {m.page_name(p): x for p, x in enumerate(rs.dslot) if x >= 0},
+            "free": [i for i, f in enumerate(vals["dfree"]) if f]}
 
 
 def _prove_job(args):

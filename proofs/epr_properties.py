@@ -19,7 +19,7 @@ import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 
-from .forest import PageSort, exists, forall
+from .forest import PageSort, SlotSort, exists, forall
 
 _ids = itertools.count()
 
@@ -110,11 +110,37 @@ def release_safety(u, s, t, a):
         spared = exists(lambda d: z3.And(
             dups(d), d != e, t.live(d), can_reclaim_duplicate(u, t, d), z3.Not(leaf(d))))
         wb_ok = z3.Not(z3.And(leaf(e), spared))
-        wt_ok = z3.And(z3.Not(t.lock(e) > 0), t.dev(e) == RESIDENT, all_durable(u, t, e))
+        marked = t.update(durable=lambda p: z3.Or(s.durable(p), t.durable(p)))  # before the step or after
+        wt_ok = z3.And(z3.Not(t.lock(e) > 0), t.dev(e) == RESIDENT, all_durable(u, marked, e))
         ok = z3.And(z3.Not(t.href(e) > 0), z3.Not(t.lbp(e)), if_(cfg.wb, wb_ok, wt_ok))
         return z3.Implies(dropped, ok)
 
     return forall(per_node)
+
+
+def prefix_closed(u, v):
+    """Every page above a live node's start is cached (the spec says the page right
+    above it; on trees satisfying tree_closed the two are the same)."""
+    return forall(lambda e, a: z3.Implies(z3.And(v.live(e), u.forest.lt(a, v.start(e))), v.cached(a)), 2)
+
+
+def holds_device_slot(v, p):
+    """Page p's device copy occupies a slot: it is cached and its node's device copy is
+    not absent (resident or loading)."""
+    return z3.And(v.cached(p), v.dev(v.own(p)) != ABSENT)
+
+
+def slot_ownership(u, v):
+    """The device pool's half of spec slot_ownership (its host half and the free counter
+    stay with the bounded encoding's slot_conservation): no two pages own one slot, no
+    owned slot is free, and every slot is owned or free (no leak)."""
+    held = lambda p: holds_device_slot(v, p)
+    x = z3.Const(f"slot!{next(_ids)}", SlotSort)
+    return z3.And(
+        forall(lambda p: z3.Implies(held(p), z3.Not(v.dfree(v.dslot(p))))),
+        forall(lambda p, q: z3.Implies(z3.And(held(p), held(q), p != q), v.dslot(p) != v.dslot(q)), 2),
+        z3.ForAll([x], z3.Or(v.dfree(x), exists(lambda p: z3.And(held(p), v.dslot(p) == x)))),
+    )
 
 
 # --- strengthening invariants ------------------------------------------------------------
@@ -171,6 +197,8 @@ UPROPS: Dict[str, UProp] = {
     for p in [
         UProp("no_ghost", "invariant", no_ghost),
         UProp("counter_sanity", "invariant", counter_sanity),
+        UProp("prefix_closed", "invariant", prefix_closed),
+        UProp("slot_ownership", "invariant", slot_ownership),
         UProp("locked_never_evicted", "transition", locked_never_evicted),
         UProp("release_safety", "transition", release_safety),
         UProp("tree_owner", "invariant", tree_owner),

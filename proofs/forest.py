@@ -141,12 +141,16 @@ class Forest:
         return order, parents
 
 
-def ground(formulas, pages) -> list:
-    """The formulas over a closed page sort, quantifier-free: every quantifier expanded
-    over the page constants (exact, as the constants are the whole sort), and every
-    page-valued term pinned to one of them. z3 decides the result far faster than the
-    quantified form."""
+SlotSort = z3.DeclareSort("Slot")  # the slots of a device pool (proofs.paged)
+
+
+def ground(formulas, pages, slots=()) -> list:
+    """The formulas over a closed page sort (and slot sort), quantifier-free: every
+    quantifier expanded over the constants of its sort (exact, as the constants are the
+    whole sort), and every page- or slot-valued term pinned to one of them. z3 decides
+    the result far faster than the quantified form."""
     memo = {}
+    universe = {PageSort: list(pages), SlotSort: list(slots)}
 
     def walk(e):
         key = e.get_id()
@@ -155,8 +159,9 @@ def ground(formulas, pages) -> list:
             return hit[1]
         if z3.is_quantifier(e):
             body = e.body()
+            domains = [universe[e.var_sort(i)] for i in range(e.num_vars())]
             insts = [walk(z3.substitute_vars(body, *reversed(combo)))
-                     for combo in itertools.product(pages, repeat=e.num_vars())]
+                     for combo in itertools.product(*domains)]
             out = z3.And(insts) if e.is_forall() else z3.Or(insts)
         elif z3.is_app(e) and e.num_args() > 0:
             kids = [walk(c) for c in e.children()]
@@ -168,15 +173,16 @@ def ground(formulas, pages) -> list:
         return out
 
     out = [walk(f) for f in formulas]
-    ids = {c.get_id() for c in pages}
+    ids = {c.get_id() for c in list(pages) + list(slots)}
     seen, pins = {}, []
 
     def pin(e):
         if e.get_id() in seen:
             return
         seen[e.get_id()] = e
-        if e.sort() == PageSort and e.get_id() not in ids:
-            pins.append(z3.Or([e == c for c in pages]))
+        dom = universe.get(e.sort())
+        if dom is not None and e.get_id() not in ids:
+            pins.append(z3.Or([e == c for c in dom]) if dom else z3.BoolVal(False))
         for c in e.children():
             pin(c)
 
@@ -192,9 +198,10 @@ def finite_model(formulas, sizes=range(1, 9), timeout_ms: int = 20000):
     finite counterexample; a model of any size is a real one."""
     for n in sizes:
         pages = [z3.Const(f"u{i}!{next(_ids)}", PageSort) for i in range(n)]
+        slots = [z3.Const(f"v{i}!{next(_ids)}", SlotSort) for i in range(n)]  # a pool as large as the forest
         sol = z3.Solver()
         sol.set("timeout", timeout_ms)
-        sol.add(*([z3.Distinct(*pages)] if n > 1 else []), *ground(formulas, pages))
+        sol.add(*([z3.Distinct(*pages), z3.Distinct(*slots)] if n > 1 else []), *ground(formulas, pages, slots))
         if sol.check() == z3.sat:
             return sol.model()
     return None

@@ -128,6 +128,7 @@ def setup(action: str, variants=frozenset(), k: int = 3, fix=None, case: str = "
     space = SymbolicRanks()
     ctx = Ctx(cfg, uni, space)
     ctx.lemmas = True  # proved consensus lemmas stand in for wire arithmetic (encode.storage_path)
+    ctx.replicas_agree = case == "agree"
     pre = symbolic_state(space, k, "s", shared=(case == "agree"))
     sol = z3.Solver()
     base = list(uni.constraints()) + cfg.constraints()

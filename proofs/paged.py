@@ -19,7 +19,7 @@ from typing import Callable, Dict, List
 
 import z3
 
-from .forest import PageSort, forall
+from .forest import PageSort, SlotSort, forall
 
 I, B = z3.IntSort(), z3.BoolSort()
 PAGE_FIELDS: Dict[str, object] = {
@@ -30,7 +30,10 @@ PAGE_FIELDS: Dict[str, object] = {
     "lbp": B, "rel": B,
     "durable": B,  # bit p of RankState.durable
     "store": B,  # bit p of State.store[r]
+    "dslot": SlotSort,  # RankState.dslot[p] (meaningful where the page holds a device copy)
 }
+# Per-slot state of the device pool (Config ``slots``): the free set, RankState.dfree.
+SLOT_FIELDS: Dict[str, object] = {"dfree": B}
 NODE_FIELDS = ("start", "dev", "host", "lock", "href", "hits", "lbp", "rel")
 _ids = itertools.count()
 
@@ -69,24 +72,36 @@ class Paged:
             fn = z3.Function(f"{tag}.{name}!{uid}", PageSort, sort)
             facts.append(forall(lambda p, fn=fn, old=self.f[name]: fn(p) == old(p)))
             out[name] = fn
+        for name, sort in SLOT_FIELDS.items():
+            fn = z3.Function(f"{tag}.{name}!{uid}", SlotSort, sort)
+            x = z3.Const(f"x!{uid}", SlotSort)
+            facts.append(z3.ForAll([x], fn(x) == self.f[name](x)))
+            out[name] = fn
         return Paged(out)
 
 
 def symbolic(name: str) -> Paged:
-    return Paged({n: z3.Function(f"{name}.{n}", PageSort, s) for n, s in PAGE_FIELDS.items()})
+    fields = {n: z3.Function(f"{name}.{n}", PageSort, s) for n, s in PAGE_FIELDS.items()}
+    fields.update({n: z3.Function(f"{name}.{n}", SlotSort, s) for n, s in SLOT_FIELDS.items()})
+    return Paged(fields)
 
 
 # --- concrete states (agreement tests, counterexamples) -------------------------------
 
 
-def from_rank(rs, store_mask: int, pages: List) -> List:
+def from_rank(rs, store_mask: int, pages: List, slots: List = ()) -> List:
     """Facts fixing a symbolic view to a spec RankState over closed page constants
-    (proofs.forest.Forest.closed); returns (view, facts)."""
+    (proofs.forest.Forest.closed) and, with slot identities, closed slot constants (one
+    per device slot); returns (view, facts)."""
     v = symbolic(f"conc{next(_ids)}")
     facts = []
+    if rs.dslot:
+        facts += [v.dfree(x) == bool(rs.dfree >> i & 1) for i, x in enumerate(slots)]
     for p, c in enumerate(pages):
         o = rs.owner[p]
         facts.append(v.cached(c) == (o >= 0))
+        if rs.dslot and rs.dslot[p] >= 0:
+            facts.append(v.dslot(c) == slots[rs.dslot[p]])
         if o >= 0:
             facts.append(v.own(c) == pages[o])
         facts.append(v.durable(c) == bool(rs.durable >> p & 1))
@@ -105,6 +120,8 @@ def read_rank(model, v: Paged, order) -> dict:
     idx = {str(x): i for i, x in enumerate(order)}
     val = lambda t: model.eval(t, model_completion=True)
 
+    slot_idx = {str(x): i for i, x in enumerate(model.get_universe(SlotSort) or [])}
+
     def pv(t):
         x = val(t)
         if z3.is_true(x):
@@ -113,11 +130,14 @@ def read_rank(model, v: Paged, order) -> dict:
             return False
         if x.sort() == PageSort:
             return idx.get(str(x), -1)
+        if x.sort() == SlotSort:
+            return slot_idx.get(str(x), -1)
         return x.as_long()
 
     out = {}
     for name in PAGE_FIELDS:
         out[name] = [pv(getattr(v, name)(x)) for x in order]
+    out["dfree"] = [pv(v.dfree(x)) for x in model.get_universe(SlotSort) or []]
     return out
 
 
@@ -132,5 +152,10 @@ def values_to_rank(vals: dict):
         Node(vals["start"][e], *(vals[f][e] for f in NODE_FIELDS[1:])) if owner[e] == e else None
         for e in range(k)
     )
+    from ..spec.state import ABSENT
+
+    held = [owner[p] >= 0 and nodes[owner[p]].dev != ABSENT for p in range(k)]
     return RankState(owner=owner, nodes=nodes, dev_free=0, host_free=0,
-                     durable=sum(1 << p for p in range(k) if vals["durable"][p]))
+                     durable=sum(1 << p for p in range(k) if vals["durable"][p]),
+                     dslot=tuple(vals["dslot"][p] if held[p] else -1 for p in range(k)),
+                     dfree=sum(1 << i for i, f in enumerate(vals["dfree"]) if f))

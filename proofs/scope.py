@@ -38,8 +38,10 @@ def refuse_out_of_scope(cfg) -> None:
             raise UserError(f"variant {v!r} is out of scope for the z3 encoding: {OUT_OF_SCOPE_VARIANTS[v]}")
 
 
-def check_variant(name: str) -> None:
+def check_variant(name: str, unbounded: bool = True) -> None:
     if name not in VARIANTS:
         raise UserError(f"unknown variant {name!r} (known: {', '.join(sorted(VARIANTS))})")
     if name in OUT_OF_SCOPE_VARIANTS:
         raise UserError(f"variant {name!r} is out of scope for the z3 encoding: {OUT_OF_SCOPE_VARIANTS[name]}")
+    if VARIANTS[name].proof_unbounded_only and not unbounded:
+        raise UserError(f"variant {name!r} changes what only the page-sorted encoding models: run with --unbounded")

@@ -22,7 +22,7 @@ import z3
 
 from .sym import SymList, and_, const, eq, implies, ite
 
-HUNG = {"": 0, "writing_check": 1}
+HUNG = {"": 0, "writing_check": 1, "check_prefetch_progress": 2}
 HALT_WHERE = {"": 0, "writing_check": 1, "loading_check": 2, "drain_storage_control_queues": 3}
 SKIP = -1  # storage_path.SKIP
 NOT_DONE = -1  # prefetch.NOT_DONE

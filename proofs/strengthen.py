@@ -14,7 +14,7 @@ from .encode.tree import live, node_has_page, node_len
 from .encode.sync import tracks_digest_round
 from .formula import Every, Fact
 from .properties import replica_same
-from .state import NOT_DONE, RV, SKIP
+from .state import HUNG, NOT_DONE, RV, SKIP
 from .sym import and_, eq, implies, ite, le, lt, ne, not_, or_, sel, sum_
 
 
@@ -304,7 +304,7 @@ def plan_durable(ctx, s):
 
 def flags(ctx, s):
     """hung and halted are one of their codes."""
-    return [Fact(and_(s.hung >= 0, s.hung <= 1, s.halted >= 0, s.halted <= 3))]
+    return [Fact(and_(s.hung >= 0, s.hung <= max(HUNG.values()), s.halted >= 0, s.halted <= 3))]
 
 
 def shared_queues(ctx, s):

@@ -109,10 +109,15 @@ class Universe:
         return sum_([ite(c, 1, 0) for c in conds])
 
 
-def token_paths(parent: List[int]) -> List[tuple]:
+def token_paths(parent: List[int], page_size: int = 1, lead=None) -> List[tuple]:
     """Token paths for a preorder-numbered forest: page p carries token p + 1, so the
-    lexicographic order of the paths is the page order (what build_pages assigns)."""
+    lexicographic order of the paths is the page order (what build_pages assigns). With
+    page_size > 1 a page is its leading token then page_size - 1 copies of p + 1; the
+    leading token is p + 1 too, or ``lead[p] + 1`` (lead[p]: the first page of p's group
+    of siblings that share their leading token)."""
     paths: List[Optional[tuple]] = []
     for p, q in enumerate(parent):
-        paths.append((p + 1,) if q < 0 else paths[q] + (p + 1,))
+        first = (lead[p] if lead else p) + 1
+        own = (first,) + (p + 1,) * (page_size - 1)
+        paths.append(own if q < 0 else paths[q] + own)
     return paths

@@ -82,8 +82,7 @@ class Config:
     # so the explicit checker can reach the wrap-around).
     digest_bits: int = constant(16, "digest width in bits", twin="DigestBits", bounds=(2, 64))
     # Prefetch termination (spec/prefetch.py): the stop policy each rank votes with.
-    prefetch_stop: str = constant("best_effort", "prefetch stop policy (PREFETCH_STOPS)", twin="PrefetchStop",
-                                  proofs=False)
+    prefetch_stop: str = constant("best_effort", "prefetch stop policy (PREFETCH_STOPS)", twin="PrefetchStop")
     # How else a prefetch ends (spec/prefetch_end.py): the scheduler revokes it on every
     # rank; a rank's read fails midway and that rank marks the operation terminated.
     prefetch_revoke: bool = constant(False, "the scheduler may revoke an in-flight prefetch", proofs=False,
@@ -93,9 +92,9 @@ class Config:
     # Seed 000's durable LRU (spec/durable.py): its bound in pages (0: unbounded) and the
     # anti-churn age gate in drain rounds (0: a fully durable node is never staged again).
     durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", twin="DurableCapacity",
-                                     proofs=False, symmetry=False, bounds=(0, 64))
+                                     symmetry=False, bounds=(0, 64))
     refresh_rounds: int = constant(0, "anti-churn age gate in drain rounds (0: none)", twin="RefreshRounds",
-                                   proofs=False, symmetry=False, bounds=(0, 8))
+                                   symmetry=False, bounds=(0, 8))
     # Bounds that keep the state space finite.
     max_lock: int = constant(3, "lock/reference bound", twin="MaxLock", bounds=(1, 16))
     variants: frozenset = constant(frozenset(), "bug variants (spec/variants.py)", twin="Variants")
@@ -115,9 +114,9 @@ class Config:
     # them yet; tiercheck tla and tiercheck prove refuse a model that sets them).
     # Tokens per page: requests are token sequences, pages their page_size-token chunks
     # (a partial last page is never cached), pools count pages, thresholds count tokens.
-    page_size: int = constant(1, "tokens per page", twin="PageSize", bounds=(1, 8), symmetry=False, proofs=False)
+    page_size: int = constant(1, "tokens per page", twin="PageSize", bounds=(1, 8), symmetry=False)
     victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", twin="VictimOrder",
-                                 symmetry=False, proofs=False)
+                                 symmetry=False)
     slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
                            twin="Slots", symmetry=False, proofs=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "

@@ -31,7 +31,7 @@ def run(args) -> int:
     from tiercheck.proofs.scope import LIVENESS_ONLY, check_variant
 
     for v in args.variant:
-        check_variant(v)
+        check_variant(v, args.unbounded)
         if v in LIVENESS_ONLY:
             print(f"note: {v}: {LIVENESS_ONLY[v]}")
     for a in args.action:

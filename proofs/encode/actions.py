@@ -18,10 +18,13 @@ from ...spec.action import REPLICATED
 from ...spec.config import CONSTANTS
 from ...spec.model import ACTIONS
 from ..sym import and_, eq, not_
-from . import eviction, load_path, prefetch, storage_path, write_path
+from . import cp_planner, eviction, load_path, prefetch, storage_path, write_path
 from .sync import round_due
 
-MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (eviction, load_path, prefetch, storage_path, write_path)}
+MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (cp_planner, eviction, load_path, prefetch, storage_path,
+                                                      write_path)}
+# Actions of a refused option that another, modelled key also enables (their guard says so).
+ALSO_ENABLED = {"local_access": "victim_order"}
 
 
 class ActionEnc(NamedTuple):
@@ -45,7 +48,7 @@ def _unchanged(ctx, s, a):
 
 
 def _encode(spec, gaps: List[str]):
-    if spec.option and not CONSTANTS[spec.option].proofs:
+    if spec.option and not CONSTANTS[spec.option].proofs and spec.name not in ALSO_ENABLED:
         return ActionEnc(spec.name, spec.kind, _off_params, _off_guard, _unchanged)
     module = MODULES.get(spec.effect.__module__.rsplit(".", 1)[1])
     fns = [getattr(module, f.__name__, None) for f in (spec.params, spec.guard, spec.effect)]

@@ -23,6 +23,27 @@ class Ctx:
         # Pages that end a request (None: every page may, as in the symbolic universe
         # where a model's requests are any set of paths).
         self.request_ends = None
+        # victim_order = "lru": whether the pre-state's replicas are identical (the
+        # replicated LRU order then is too: one key for every rank), and, on concrete
+        # states, each rank's LRU positions (proofs.agreement); see
+        # encode.host_eviction.victim_keys.
+        self.replicas_agree = False
+        self.lru_positions = None
+        self.clock_positions = None
+        self.dlru_of = None  # concrete states: per rank, the durable LRU (encode.durable)
+
+    def clock_of(self, h):
+        """A rank's wall-clock positions (concrete states only), for a rank handle or an
+        integer rank parameter."""
+        import z3
+
+        if self.space.symbolic or isinstance(h, int):
+            return self.clock_positions(h)
+        rows = [self.clock_positions(r) for r in range(self.space.n)]
+        out = rows[-1]
+        for r in range(len(rows) - 2, -1, -1):
+            out = [z3.If(h == r, a, b) for a, b in zip(rows[r], out)]
+        return out
 
     def int(self, name: str):
         return z3.Int(f"{name}!{self.tag}.{next(_ids)}")

@@ -44,18 +44,6 @@ def _reclaim_item(ctx, rv: RV, freed, need, end, valid, spare_leaves, active):
     return rv._replace(dups=dups, digest=digest), freed
 
 
-def reclaim_duplicates(ctx, rv: RV, need, active=True):
-    """_reclaim_full_host_duplicates on one rank view: (rank view, pages freed). Two
-    passes over the registry snapshot of each pass; stale entries dropped as met."""
-    passes = (False,) if ctx.cfg.has("reclaim-demote-leaf") else (True, False)
-    freed = 0
-    for spare_leaves in passes:
-        snap = rv.dups
-        for j in range(snap.cap):
-            rv, freed = _reclaim_item(ctx, rv, freed, need, snap.items[j][0], snap.valid(j), spare_leaves, active)
-    return rv, freed
-
-
 def _drop_item(lst: SymList, item, cond) -> SymList:
     filtered = lst.filter(lambda it: ne(it[0], item))
     return SymList(
@@ -68,29 +56,37 @@ def _clear(lst: SymList, cond) -> SymList:
     return SymList(lst.cap, ite(cond, 0, lst.n), lst.items, lst.overflow)
 
 
-def _lru_step(ctx, rv: RV, freed, need, active):
-    """One iteration of evict_host's LRU loop: remove the lowest host leaf."""
+def victim_keys(ctx):
+    """Per rank handle h, the key of each end page that evict_host takes host victims by
+    (smallest first, ties by the end page): 0 under page order; under victim_order =
+    "lru" the node's position in the replicated LRU order, or with lru-local-clock in
+    the rank's own wall-clock order. The order is not part of the encoded state: each
+    evict_host sees a free one (an over-approximation of every order the spec keeps),
+    shared by all ranks when the pre-state's replicas are identical (the replicated
+    order is part of the replica, spec/properties.py replica) and the variant is off,
+    else free per rank. On concrete states (proofs.agreement) the positions are exact."""
+    cfg = ctx.cfg
+    if ctx.lru_positions is not None:
+        return lambda h: [ite(cfg.lru, x, 0) for x in ctx.lru_positions(h)]
+    call = ctx.int("lru_call")  # a fresh name per evict_host
+    if cfg.has("lru-local-clock") or not ctx.replicas_agree:
+        own = [ctx.rank_int(f"{call}.clock{p}") for p in range(ctx.k)]
+        return lambda h: [ite(cfg.lru, own[p](h), 0) for p in range(ctx.k)]
+    shared = [ctx.int(f"{call}.lru{p}") for p in range(ctx.k)]
+    return lambda h: [ite(cfg.lru, x, 0) for x in shared]
+
+
+def _lru_step(ctx, rv: RV, freed, need, active, key):
+    """One iteration of evict_host's LRU loop: remove the host leaf with the smallest key."""
     leaves = [and_(live(rv, e), is_host_leaf(ctx, rv, e), eq(rv.href[e], 0)) for e in range(ctx.k)]
     go = and_(active, freed < need, or_(*leaves))
-    victim = 0
-    for e in range(ctx.k - 1, -1, -1):
-        victim = ite(leaves[e], e, victim)
+    victim, best, found = 0, 0, False
+    for e in range(ctx.k):
+        take = and_(leaves[e], or_(not_(found), key[e] < best))
+        victim, best, found = ite(take, e, victim), ite(take, key[e], best), or_(found, leaves[e])
     size = node_len(ctx, rv, victim)
     removed = remove_nodes(ctx, rv, lambda x: and_(go, eq(victim, x)))
     return removed._replace(host_free=ite(go, rv.host_free + size, rv.host_free)), ite(go, freed + size, freed)
-
-
-def evict_host(ctx, rv: RV, need, active=True) -> RV:
-    """evict_host(num_tokens) on one rank view: duplicates first (write_back + reclaim),
-    then LRU host leaves (lowest end page first) until ``need`` pages are freed."""
-    cfg = ctx.cfg
-    on = and_(active, cfg.wb, cfg.dupr)
-    freed = 0
-    if not _off(on):
-        rv, freed = reclaim_duplicates(ctx, rv, need, on)
-    for _ in range(ctx.k):
-        rv, freed = _lru_step(ctx, rv, freed, need, active)
-    return rv
 
 
 def evict_host_all(ctx, state, need, active):
@@ -110,8 +106,9 @@ def evict_host_all(ctx, state, need, active):
                 state, freed = map_pair(state, lambda h, rv, fr=freed, sn=snap, j=j, spare=spare: _reclaim_item(
                     ctx, rv, fr(h), need, sn(h).items[j][0], sn(h).valid(j), spare, on(h)))
                 state, freed = state.named(f"reclaim{p}.{j}"), freed.named(f"freed{p}.{j}")
+    keys = victim_keys(ctx)
     for i in range(ctx.k):
-        state, freed = map_pair(state, lambda h, rv, fr=freed: _lru_step(ctx, rv, fr(h), need, active(h)))
+        state, freed = map_pair(state, lambda h, rv, fr=freed: _lru_step(ctx, rv, fr(h), need, active(h), keys(h)))
         state, freed = state.named(f"lru{i}"), freed.named(f"freed.lru{i}")
     return state
 

@@ -150,7 +150,29 @@ def check_prefetch_guard(ctx, s, a):
     return and_(i < n0, space.all(same))
 
 
+def can_terminate(ctx, rv: RV, i):
+    """A rank's vote (prefetch.can_terminate): best_effort always, wait_complete once its
+    read has finished."""
+    return or_(not_(ctx.cfg.wait_complete), ne(rv.pq.at(i)[4], NOT_DONE))
+
+
 def check_prefetch_progress(ctx, s, a):
+    """Terminate once the MAX vote says every rank can (else a stuttering step, or with
+    prefetch-vote-skipped a hang when some rank went ahead alone), then
+    ``terminate_prefetch``."""
+    from ..state import HUNG, state_ite
+
+    i = a["op"]
+    space = s.space
+    vote = space.all(lambda h: can_terminate(ctx, s.rank(h), i))
+    waiting = s
+    if ctx.cfg.has("prefetch-vote-skipped"):
+        alone = space.any(lambda h: can_terminate(ctx, s.rank(h), i))
+        waiting = state_ite(alone, s.replace(hung=HUNG["check_prefetch_progress"]), s)
+    return state_ite(vote, terminate_prefetch(ctx, s, a), waiting)
+
+
+def terminate_prefetch(ctx, s, a):
     """Agree on the completed prefix (MIN), insert it as host-only nodes, free what the
     tree already had, queue the unused tail for the next drain, release the anchor."""
     i = a["op"]

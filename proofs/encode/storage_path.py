@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...spec.state import HOST_RESIDENT
 from ..state import HALT_WHERE, RV, SKIP, state_ite
 from ..sym import lt, SymList, and_, const, eq, implies, ite, max2, ne, not_, or_, sel, sum_
+from .durable import capped, lru_view
 from .host_eviction import is_redundant_mirror
 from .sync import digest_round, negated_pairs_agree, wire_digest
 from .tree import covers, free_node_host, live, node_len
@@ -150,8 +151,10 @@ def drain_storage_control_queues(ctx, s, a):
     nr = space.min(lambda h: s2.rank(h).relq_n)
     completed = [synced_completed(ctx, s2, i) for i in range(ctx.k)]
     mirror = cfg.mirror_release_on()
+    dlru = lru_view(ctx)
 
     def on_rank(h, rv):
+        """_drain_rank: the acks drop their host references, the release queue is freed."""
         for i in range(rv.sq.cap):
             act = lt(i, nb)
             start, end = rv.sq.items[i]
@@ -161,41 +164,55 @@ def drain_storage_control_queues(ctx, s, a):
                 else:
                     t = and_(act, covers(ctx, rv, start, end, x))
                 rv = rv.set_fields(x, t, href=rv.href[x] - 1)
-            done = ctx.uni.chain_len(start, end) if cfg.has("durable-on-ack") else completed[i](h)
-            d0 = ctx.uni.depth_of(start)
-            durable = tuple(
-                or_(
-                    rv.durable[p],
-                    and_(act, mirror, ctx.uni.in_chain(start, end, p), ctx.uni.depth[p] - d0 < done, rv.own[p] >= 0),
-                )
-                for p in range(ctx.k)
-            )
-            rv = rv._replace(durable=durable)
         # host_mem_release_queue: (count, pages); the MIN covers the whole queue when the
         # replicas agree on it, which they always do (identical sync-round appends).
         freed = ite(eq(nr, rv.relq_n), rv.relq_sum, ctx.rank_int("relq_part")(h))
         return rv._replace(
-            sq=rv.sq.drop(nb), sdone=rv.sdone.drop(nb),
+            sdone=rv.sdone.drop(nb),
             relq_n=rv.relq_n - nr, relq_sum=rv.relq_sum - freed,
             host_free=rv.host_free + freed,
         )
 
+    def marks(h, rv):
+        """_mark_rank: the durable marks of the first nb acks (in ack order, each chain
+        top-down; a bounded LRU keeps the most recent), then the ops leave sq."""
+        new, order = [False] * ctx.k, [0] * ctx.k
+        for i in range(rv.sq.cap):
+            start, end = rv.sq.items[i]
+            done = ctx.uni.chain_len(start, end) if cfg.has("durable-on-ack") else completed[i](h)
+            d0 = ctx.uni.depth_of(start)
+            for p in range(ctx.k):
+                hit = and_(lt(i, nb), mirror, ctx.uni.in_chain(start, end, p), ctx.uni.depth[p] - d0 < done,
+                           rv.own[p] >= 0)
+                new[p], order[p] = or_(new[p], hit), ite(hit, i * (ctx.k + 1) + ctx.uni.depth[p], order[p])
+        stamps, _ages = dlru(h)
+        return rv._replace(durable=capped(ctx, rv.durable, new, order, stamps), sq=rv.sq.drop(nb))
+
     acked = s2.map(on_rank)
+    # The agreed entries are released before this round's acks add durable marks (a
+    # bounded LRU's eviction could unmake a planned entry on one rank only); the
+    # variants durable-evicted-while-planned and release-no-consensus mark first.
+    late = cfg.has("durable-evicted-while-planned") or cfg.has("release-no-consensus")
+    mark_all = lambda st: st.map(marks)
+    if late:
+        acked = mark_all(acked)
     # The triples ride this round's all-reduce: committable entries are taken before the acks.
-    released = release_round(ctx, acked, lambda h: committable(ctx, s2.rank(h)))
-    done = state_ite(mirror, released, acked)
+    released = release_round(ctx, acked, lambda h: committable(ctx, s2.rank(h)), None if late else mark_all)
+    done = state_ite(mirror, released, acked if late else mark_all(acked))
     return state_ite(halt, s2.replace(halted=HALT_WHERE["drain_storage_control_queues"]), done)
 
 
-def release_round(ctx, s, entries):
+def release_round(ctx, s, entries, then=None):
     """Commit last round's plans if every rank proposed the identical (count, tokens,
     digest) triple (MIN of negated pairs), else count a mismatch / fail-close; then
-    prepare the next plans. ``entries(h)``: rank h's committable entries (pre-ack)."""
+    prepare the next plans. ``entries(h)``: rank h's committable entries (pre-ack).
+    ``then``: what runs between the commit and the next plans (the durable marks)."""
     cfg, space = ctx.cfg, s.space
+    then = then or (lambda st: st)
     any_closed = space.any(lambda h: s.rank(h).closed)
     if cfg.has("release-no-consensus"):
         fresh = s.map(lambda h, rv: execute_plan(ctx, rv, prepare_plan(ctx, rv)))
-        return state_ite(any_closed, s, fresh)
+        return then(state_ite(any_closed, s, fresh))
     any_plan = space.any(lambda h: s.rank(h).plan.n > 0)
     triples = lambda h: plan_triple(ctx, s.rank(h), entries(h))
     agree = plans_agree(ctx, s, triples, entries)
@@ -213,10 +230,10 @@ def release_round(ctx, s, entries):
         )
         return rv
 
-    committed = s.map(commit)
+    committed = then(s.map(commit))
     stop = and_(any_plan, not_(agree), closing)
     prepared = committed.map(lambda h, rv: rv._replace(plan=prepare_plan(ctx, rv)))
-    return state_ite(any_closed, s, state_ite(stop, committed, prepared))
+    return state_ite(any_closed, then(s), state_ite(stop, committed, prepared))
 
 
 def plans_agree(ctx, s, triples, entries):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...spec.state import ABSENT, HOST_RESIDENT, RESIDENT, WRITING
 from ..state import HUNG, RV
 from ..sym import lt, SymList, and_, const, eq, implies, ite, min2, ne, not_, or_, sel, sum_
+from .durable import fresh, lru_view
 from .host_eviction import allocate_host
 from .sync import digest_round, tracks_digest_round
 from .tree import (
@@ -46,19 +47,20 @@ def insert_device_need(ctx, rv: RV, q):
     )
 
 
-def _hit(ctx, rv: RV, end, to_write: SymList, cond):
-    """_inc_hit_count: write-through stages a node on its threshold-th hit."""
+def _hit(ctx, rv: RV, end, to_write: SymList, cond, ages):
+    """_inc_hit_count: write-through stages a node on its threshold-th hit, unless it is
+    fully durable with young marks (the anti-churn guard; ``ages``: encode.durable)."""
     cfg = ctx.cfg
     cond = and_(cond, not_(cfg.wb))
     hits = sel(rv.hits, end)
     new_hits = min2(hits + 1, cfg.threshold)
     rv = rv.set_fields(end, cond, hits=new_hits)
-    churn_guard = and_(cfg.mirror, all_durable(ctx, rv, end))
+    churn_guard = and_(cfg.mirror, all_durable(ctx, rv, end), fresh(ctx, rv, end, ages))
     want = and_(cond, eq(sel(rv.host, end), ABSENT), new_hits >= cfg.threshold, not_(churn_guard))
     return rv, to_write.append(end, want)
 
 
-def insert_on_rank(ctx, rv: RV, q):
+def insert_on_rank(ctx, rv: RV, q, ages):
     """insert(): walk, split at the divergence page, un-evict, hit, add the new leaf.
     Returns the rank view and its write list (nodes _inc_hit_count wants staged).
 
@@ -79,7 +81,7 @@ def insert_on_rank(ctx, rv: RV, q):
         rv = rv._replace(dev_free=ite(un, rv.dev_free - node_len(ctx, rv, x), rv.dev_free))
         rv = rv.set_fields(x, un, dev=RESIDENT)
         rv = register_duplicate(ctx, rv, x, un)
-        return _hit(ctx, rv, x, to_write, and_(walked, not_(evicted)))
+        return _hit(ctx, rv, x, to_write, and_(walked, not_(evicted)), ages)
 
     for x in range(k):  # the nodes above the last walked one
         rv, to_write = visit(rv, to_write, x, and_(lead[x], eq(rv.own[x], x), ne(c, x)))
@@ -96,7 +98,7 @@ def insert_on_rank(ctx, rv: RV, q):
     depth_c = ite(has_c, uni.depth_of(c), 0)
     rv = add_node(ctx, rv, start, q, new_leaf)
     rv = rv._replace(dev_free=ite(new_leaf, rv.dev_free - (uni.depth_of(q) - depth_c), rv.dev_free))
-    rv, to_write = _hit(ctx, rv, q, to_write, new_leaf)
+    rv, to_write = _hit(ctx, rv, q, to_write, new_leaf, ages)
     return rv, to_write
 
 
@@ -174,13 +176,14 @@ def insert_guard(ctx, s, a):
 def insert(ctx, s, a):
     q = a["req"]
     results = {}
+    dlru = lru_view(ctx)
 
     def on_rank(h):
         from ..state import _key
 
         key = _key(h)
         if key not in results:
-            results[key] = insert_on_rank(ctx, s.rank(h), q)
+            results[key] = insert_on_rank(ctx, s.rank(h), q, dlru(h)[1])
         return results[key]
 
     inserted = s.map(lambda h, rv: on_rank(h)[0])

@@ -14,7 +14,8 @@ def python_violations(m, s):
     return [n for n in INVARIANTS if BY_NAME[n].fn(m, s)]
 
 
-@pytest.mark.parametrize("name", ["wt-2r", "wb-reclaim-2r", "wts-mirror-1r", "wt-prefetch-1r"])
+@pytest.mark.parametrize("name", ["wt-2r", "wb-reclaim-2r", "wts-mirror-1r", "wt-prefetch-1r", "wt-prefetch-wait-2r",
+                                  "lru-2r", "wt-durable-lru-1r"])
 def test_z3_and_python_agree_on_reachable_states(name):
     m = model(name)
     n = 0

@@ -1,0 +1,51 @@
+"""spec/durable.py: seed 000's bounded durable LRU (durable_capacity) and its anti-churn
+age gate (refresh_rounds).
+
+The LRU's order and its ages are not part of the encoded state: each use sees, per rank,
+a free order (one stamp per page, larger = marked more recently) and free ages, which
+over-approximates every order and age the spec can hold; on concrete states
+(proofs.agreement) they are the state's own (``ctx.dlru_of``). The marks are state
+(``durable``), and which marks a drain round's capacity eviction drops follows the spec
+exactly given the order: once a round marks a page, only the ``durable_capacity`` most
+recently marked pages keep their marks."""
+
+from __future__ import annotations
+
+from ..sym import and_, eq, implies, ite, not_, or_, sum_
+from .tree import node_has_page
+
+
+def lru_view(ctx):
+    """Per rank handle h: (stamps, ages), one term per page."""
+    if ctx.dlru_of is not None:
+        return ctx.dlru_of
+    tag = ctx.int("dlru")  # a fresh order per use
+    stamps = [ctx.rank_int(f"{tag}.stamp{p}") for p in range(ctx.k)]
+    ages = [ctx.rank_int(f"{tag}.age{p}") for p in range(ctx.k)]
+    return lambda h: ([f(h) for f in stamps], [f(h) for f in ages])
+
+
+def fresh(ctx, rv, end, ages):
+    """durable.fresh: every mark of the node is younger than refresh_rounds (always,
+    without the gate); a page without a mark counts as old."""
+    cap = ctx.cfg.refresh_rounds
+    return or_(eq(cap, 0), and_(*(implies(node_has_page(ctx, rv, end, p), ages[p] < cap) for p in range(ctx.k))))
+
+
+def capped(ctx, durable, new, order, stamps):
+    """The marks after a round marked ``new`` (page p's last mark in that round at
+    position ``order[p]``): over capacity, the least recently marked lose theirs."""
+    cap = ctx.cfg.durable_capacity
+    k = ctx.k
+    marked = [or_(durable[p], new[p]) for p in range(k)]
+
+    def newer(q, p):
+        return or_(and_(new[q], not_(new[p])), and_(new[q], new[p], order[q] > order[p]),
+                   and_(not_(new[q]), not_(new[p]), stamps[q] > stamps[p]))
+
+    any_new = or_(*new)
+    out = []
+    for p in range(k):
+        above = sum_([ite(and_(marked[q], newer(q, p)), 1, 0) for q in range(k) if q != p])
+        out.append(and_(marked[p], or_(eq(cap, 0), not_(any_new), above < cap)))
+    return tuple(out)
