@@ -4,7 +4,8 @@ Each spec action's parameter enumeration, guard and effect live in a spec module
 (spec/write_path.py ...); their encodings have the same names in the proofs module of the
 same name (proofs/encode/write_path.py ...). An action enabled only under a Config switch
 the proofs do not model (its ``option``, refused by proofs.scope) is encoded as never
-enabled. ``step(ctx, s, name)`` gives the action's parameters (fresh symbols constrained
+enabled, and so is one that only a refused value of a modelled key enables
+(prefetch_stop = "timeout"). ``step(ctx, s, name)`` gives the action's parameters (fresh symbols constrained
 to the spec's parameter enumeration), its guard (as ``Model.next_state`` applies it: no
 step from a hung or halted state, replicated steps wait for a due ready-count round) and
 its effect (the successor state as terms over ``s``).
@@ -17,6 +18,7 @@ from typing import Callable, Dict, List, NamedTuple
 from ...spec.action import REPLICATED
 from ...spec.config import CONSTANTS
 from ...spec.model import ACTIONS
+from ..scope import OUT_OF_SCOPE_VALUES
 from ..sym import and_, eq, not_
 from . import cp_planner, eviction, load_path, prefetch, storage_path, write_path
 from .sync import round_due
@@ -25,6 +27,8 @@ MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (cp_planner, eviction, load_
                                                       write_path)}
 # Actions of a refused option that another, modelled key also enables (their guard says so).
 ALSO_ENABLED = {"local_access": "victim_order"}
+# Actions only a refused value of a modelled key enables (proofs.scope).
+VALUE_REFUSED = {name for *_, names in OUT_OF_SCOPE_VALUES for name in names}
 
 
 class ActionEnc(NamedTuple):
@@ -48,7 +52,8 @@ def _unchanged(ctx, s, a):
 
 
 def _encode(spec, gaps: List[str]):
-    if spec.option and not CONSTANTS[spec.option].proofs and spec.name not in ALSO_ENABLED:
+    off = spec.option and not CONSTANTS[spec.option].proofs and spec.name not in ALSO_ENABLED
+    if off or spec.name in VALUE_REFUSED:
         return ActionEnc(spec.name, spec.kind, _off_params, _off_guard, _unchanged)
     module = MODULES.get(spec.effect.__module__.rsplit(".", 1)[1])
     fns = [getattr(module, f.__name__, None) for f in (spec.params, spec.guard, spec.effect)]

@@ -3,6 +3,8 @@ terminated half, and revoke retired by the drain round; each against its bug var
 
 from __future__ import annotations
 
+import pytest
+
 from spec_helpers import model, run
 
 from tiercheck.spec.action import act
@@ -89,6 +91,12 @@ def test_the_twin_and_the_proofs_refuse_the_prefetch_endings(capsys):
         assert main(["prove", "--variant", variant]) == 2
         err = capsys.readouterr().err
         assert "out of scope for the z3 encoding" in err and err.count("\n") == 1
-    from tiercheck.proofs.scope import OPTIONS
+    from tiercheck.errors import UserError
+    from tiercheck.models import model_file
+    from tiercheck.proofs.scope import OPTIONS, refuse_out_of_scope
 
-    assert {"prefetch_stop", "prefetch_revoke", "prefetch_read_fail"} <= set(OPTIONS)  # refused with a model
+    assert {"prefetch_revoke", "prefetch_read_fail"} <= set(OPTIONS)  # refused with a model
+    # prefetch_stop is encoded (best_effort, wait_complete), its timeout value is not
+    with pytest.raises(UserError, match='option prefetch_stop = "timeout" is out of scope'):
+        refuse_out_of_scope(model_file.load("wt-prefetch-timeout-2r").config)
+    refuse_out_of_scope(model_file.load("wt-prefetch-wait-2r").config)
