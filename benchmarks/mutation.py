@@ -314,6 +314,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant before it counts as timed out")
     ap.add_argument("--session", default=None, help="session file to create or resume (default: a temporary one)")
+    ap.add_argument("--map", type=Path, default=None,
+                    help="reuse this line map of the suite (mutation_suite.py --map, same suite arguments) "
+                         "instead of tracing the suite again")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="tiercheck-mutation-"))
@@ -325,7 +328,11 @@ def main(argv=None) -> int:
         lines_map = map_path(session)
         cfg.write_text(config(modules, sargv, args.timeout, lines_map))
         if not session.exists():
-            reached = build_map(lines_map, sargv)
+            if args.map is not None:
+                lines_map.write_text(args.map.read_text())
+                reached = reached_by(json.loads(lines_map.read_text()))
+            else:
+                reached = build_map(lines_map, sargv)
             subprocess.run([cosmic_ray(), "init", str(cfg), str(session)], cwd=ROOT, check=True)
             counts = classify(session, reached, args.sample, args.seed)
             print(json.dumps(counts), flush=True)

@@ -7,7 +7,10 @@ The suite is a list of units, run in order until the first disagreement:
     time-budgeted campaign as one unit instead);
   - every trace of every shipped generated tour (tests/generated/*/tour.json) replayed on
     the reference, one unit each; and the first traces of the two-rank tours on the gloo
-    backend (real rank processes).
+    backend (real rank processes);
+  - the reference in its own completion mode (copies complete on query, storage
+    threads, check_events and flush; tiercheck.conformance.auto_mode): ``--walks``
+    seeded walks per default model, one unit per model.
 Not the unit tests. Exit 0: conforms; 1: a disagreement (the mutant is killed).
 
 Test selection (``--select MAP``): ``--map MAP`` runs the suite once on the unmutated
@@ -36,6 +39,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from tiercheck.conformance import defaults, machine
+from tiercheck.conformance import auto_mode
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.conformance.generated import load_tour
 from tiercheck.conformance.runner import replay
@@ -102,10 +106,29 @@ def budget_unit(budget: float, seed: int):
     return [(f"campaign budget {budget}", run)]
 
 
+AUTO_STEPS = 40  # steps of one auto-mode walk
+
+
+def auto_units(walks: int):
+    """(name, run) per default model: ``walks`` seeded auto-mode walks."""
+    out = []
+    for label, mf in defaults.default_model_files():
+        def run(cfg=mf.config, label=label):
+            for seed in range(walks):
+                problems = auto_mode.walk(cfg, seed, AUTO_STEPS)
+                if problems:
+                    print(f"auto mode {label} walk {seed}: {problems[0]}")
+                    return False
+            return True
+        out.append((f"auto {label}", run))
+    return out
+
+
 def units(args):
     out = []
     if not args.tours_only:
         out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
+        out += auto_units(args.walks)
     return out + tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES)
 
 
@@ -233,6 +256,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=None,
                     help="run the time-budgeted default campaign for this many seconds instead")
     ap.add_argument("--seed", type=int, default=0, help="seed of the time-budgeted campaign")
+    ap.add_argument("--walks", type=int, default=12, help="auto-mode walks per default model (default 12)")
     ap.add_argument("--tours-only", action="store_true")
     ap.add_argument("--map", type=Path, help="write the per-unit line map of the unmutated code here")
     ap.add_argument("--select", type=Path, help="run only the units of this map that execute a changed line")
