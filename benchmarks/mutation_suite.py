@@ -10,7 +10,10 @@ The suite is a list of units, run in order until the first disagreement:
     backend (real rank processes);
   - the reference in its own completion mode (copies complete on query, storage
     threads, check_events and flush; tiercheck.conformance.auto_mode): ``--walks``
-    seeded walks per default model, one unit per model.
+    seeded walks per default model, one unit per model;
+  - shipped feature models outside the default set (FEATURE_MODELS), as campaign units;
+  - every catalogued bug switched on: the reference must disagree on the bug's shortest
+    trace (the bug branches are implementation code too).
 Not the unit tests. Exit 0: conforms; 1: a disagreement (the mutant is killed).
 
 Test selection (``--select MAP``): ``--map MAP`` runs the suite once on the unmutated
@@ -36,13 +39,17 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 from tiercheck.conformance import defaults, machine
-from tiercheck.conformance import auto_mode
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.conformance.generated import load_tour
 from tiercheck.conformance.runner import replay
+from tiercheck.conformance.shortest import shortest_disagreement
+from tiercheck.models import model_file
+from tiercheck.spec.model import Model
+from tiercheck.spec.variants import VARIANTS
 
 ROOT = Path(__file__).resolve().parent.parent
 TOURS = ROOT / "tests" / "generated"
@@ -95,6 +102,50 @@ def campaign_units(examples: int, seeds: int):
     return out
 
 
+# Shipped feature models outside the default set: the bounded, age-gated durable LRU, CP
+# load-back over two lanes, prefetch that waits for every rank's read.
+FEATURE_MODELS = ("wt-durable-lru-1r", "cp-planner-lanes-2r", "wt-prefetch-wait-2r")
+
+
+def feature_units(examples: int):
+    """(name, run) per feature model: ``examples`` examples of seed 0, as a default model's."""
+    out = []
+    for name in FEATURE_MODELS:
+        def run(cfg=model_file.load(name).config, name=name):
+            try:
+                machine.run(driver_factory("reference", cfg), examples=examples, seed=0, label=name,
+                            shrink_budget=0.0)
+            except machine.ConformanceFailure as exc:
+                print(exc)
+                return False
+            return True
+        out.append((f"feature {name}", run))
+    return out
+
+
+def variant_units():
+    """(name, run) per catalogued bug: the implementation with the bug on must disagree on the
+    shortest trace where the bug shows (breadth-first over spec x spec-mutant pairs on the
+    bug's own model, models/library/variants). This is the kill matrix's claim on its
+    cheapest trace, and what reaches the implementation's bug branches."""
+    out = []
+    for name in sorted(VARIANTS):
+        def run(name=name):
+            cfg = model_file.load(f"variants/{name}").config
+            base = replace(cfg, variants=frozenset(v for v in cfg.variants if v != name))
+            short = shortest_disagreement(Model(base), Model(replace(base, variants=base.variants | {name})))
+            driver = driver_factory("reference", base, {name})()
+            try:
+                caught = short is not None and replay(driver, short).mismatch is not None
+            finally:
+                driver.close()
+            if not caught:
+                print(f"variant {name}: the implementation with the bug on agrees with the spec on its shortest trace")
+            return caught
+        out.append((f"variant {name}", run))
+    return out
+
+
 def budget_unit(budget: float, seed: int):
     def run():
         res = defaults.run_campaign(lambda cfg: driver_factory("reference", cfg), budget, seed=seed,
@@ -114,6 +165,8 @@ def auto_units(walks: int):
     out = []
     for label, mf in defaults.default_model_files():
         def run(cfg=mf.config, label=label):
+            from tiercheck.conformance import auto_mode  # imports the implementation: after the map's tracer starts
+
             for seed in range(walks):
                 problems = auto_mode.walk(cfg, seed, AUTO_STEPS)
                 if problems:
@@ -128,7 +181,7 @@ def units(args):
     out = []
     if not args.tours_only:
         out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
-        out += auto_units(args.walks)
+        out += auto_units(args.walks) + feature_units(args.examples) + variant_units()
     return out + tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES)
 
 
