@@ -83,22 +83,25 @@ def tour_units(backend: str = "lockstep", tours=None, first=None):
     return out
 
 
+def _conforms(cfg, examples: int, seed: int, label: str) -> bool:
+    """``examples`` examples and no time budget, so the same examples on every run (they
+    depend only on the spec and the seed until the first disagreement). No shrinking: a
+    kill only needs the verdict."""
+    try:
+        machine.run(driver_factory("reference", cfg), examples=examples, seed=seed, label=label, shrink_budget=0.0)
+    except machine.ConformanceFailure as exc:
+        print(exc)
+        return False
+    return True
+
+
 def campaign_units(examples: int, seeds: int):
-    """(name, run) per default model and seed: ``examples`` examples and no time budget,
-    so the same examples on every run (they depend only on the spec and the seed until
-    the first disagreement). No shrinking: a kill only needs the verdict."""
+    """(name, run) per default model and seed."""
     out = []
     for seed in range(seeds):
         for label, mf in defaults.default_model_files():
-            def run(cfg=mf.config, label=label, seed=seed):
-                try:
-                    machine.run(driver_factory("reference", cfg), examples=examples, seed=seed, label=label,
-                                shrink_budget=0.0)
-                except machine.ConformanceFailure as exc:
-                    print(exc)
-                    return False
-                return True
-            out.append((f"campaign {label} seed {seed}", run))
+            out.append((f"campaign {label} seed {seed}",
+                        lambda cfg=mf.config, label=label, seed=seed: _conforms(cfg, examples, seed, label)))
     return out
 
 
@@ -109,18 +112,8 @@ FEATURE_MODELS = ("wt-durable-lru-1r", "cp-planner-lanes-2r", "wt-prefetch-wait-
 
 def feature_units(examples: int):
     """(name, run) per feature model: ``examples`` examples of seed 0, as a default model's."""
-    out = []
-    for name in FEATURE_MODELS:
-        def run(cfg=model_file.load(name).config, name=name):
-            try:
-                machine.run(driver_factory("reference", cfg), examples=examples, seed=0, label=name,
-                            shrink_budget=0.0)
-            except machine.ConformanceFailure as exc:
-                print(exc)
-                return False
-            return True
-        out.append((f"feature {name}", run))
-    return out
+    return [(f"feature {name}", lambda cfg=model_file.load(name).config, name=name: _conforms(cfg, examples, 0, name))
+            for name in FEATURE_MODELS]
 
 
 def variant_units():
