@@ -356,6 +356,32 @@ def report(db_path: Path) -> int:
     return 0
 
 
+def rerun_survivors(db_path: Path, argv, select: Path, timeout: float) -> None:
+    """Run every survivor and timed-out mutant of the session again with the suite as it is
+    now (a later stage of the suite contains the earlier one, so a kill stands and only
+    survivors can change), one at a time, mutated in place as cosmic-ray does."""
+    from cosmic_ray.mutating import use_mutation
+
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        items = {w.job_id: w for w in db.work_items}
+        again = [j for j, r in db.results if r.worker_outcome != WorkerOutcome.SKIPPED and r.output != NOT_REACHED
+                 and (r.test_outcome == TestOutcome.SURVIVED or r.output == "timeout"
+                      or r.worker_outcome == WorkerOutcome.ABNORMAL)]
+        for job_id in again:
+            m = items[job_id].mutations[0]
+            op = get_operator(m.operator_name)(**(getattr(m, "operator_args", None) or {}))
+            with use_mutation(ROOT / m.module_path, op, m.occurrence):
+                try:
+                    run = subprocess.run([sys.executable, str(SUITE), *argv, "--select", str(select)], cwd=ROOT,
+                                         capture_output=True, text=True, timeout=timeout)
+                    outcome, out = (TestOutcome.SURVIVED if run.returncode == 0 else TestOutcome.KILLED), run.stdout
+                except subprocess.TimeoutExpired:  # recorded as cosmic-ray records one
+                    outcome, out = TestOutcome.KILLED, "timeout"
+            print(f"{m.module_path}:{m.start_pos[0]}:{m.operator_name}: {out if out == 'timeout' else outcome}",
+                  flush=True)
+            db.set_result(job_id, WorkResult(worker_outcome=WorkerOutcome.NORMAL, test_outcome=outcome, output=out))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--module", action="append", default=[], help="file or folder to mutate (default: %s)"
@@ -373,11 +399,15 @@ def main(argv=None) -> int:
     ap.add_argument("--map", type=Path, default=None,
                     help="reuse this line map of the suite (mutation_suite.py --map, same suite arguments) "
                          "instead of tracing the suite again")
+    ap.add_argument("--rerun-survivors", action="store_true",
+                    help="run the session's survivors and timed-out mutants again with the suite as it is now")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="tiercheck-mutation-"))
     session = Path(args.session) if args.session else work / "session.sqlite"
-    if not args.report_only:
+    if args.rerun_survivors:
+        rerun_survivors(session, suite_argv(args.examples, args.seeds, args.budget), map_path(session), args.timeout)
+    elif not args.report_only:
         modules = args.module or DEFAULT_MODULES
         sargv = suite_argv(args.examples, args.seeds, args.budget)
         cfg = work / "cosmic-ray.toml"
