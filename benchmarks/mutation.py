@@ -356,10 +356,11 @@ def report(db_path: Path) -> int:
     return 0
 
 
-def rerun_survivors(db_path: Path, argv, select: Path, timeout: float) -> None:
+def rerun_survivors(db_path: Path, argv, select: Path, timeout: float, only=()) -> None:
     """Run every survivor and timed-out mutant of the session again with the suite as it is
     now (a later stage of the suite contains the earlier one, so a kill stands and only
-    survivors can change), one at a time, mutated in place as cosmic-ray does."""
+    survivors can change), one at a time, mutated in place as cosmic-ray does. ``only``:
+    just these FILE:LINE places."""
     from cosmic_ray.mutating import use_mutation
 
     with use_db(str(db_path), WorkDB.Mode.open) as db:
@@ -369,6 +370,8 @@ def rerun_survivors(db_path: Path, argv, select: Path, timeout: float) -> None:
                       or r.worker_outcome == WorkerOutcome.ABNORMAL)]
         for job_id in again:
             m = items[job_id].mutations[0]
+            if only and f"{Path(m.module_path).as_posix()}:{m.start_pos[0]}" not in only:
+                continue
             op = get_operator(m.operator_name)(**(getattr(m, "operator_args", None) or {}))
             with use_mutation(ROOT / m.module_path, op, m.occurrence):
                 try:
@@ -401,12 +404,15 @@ def main(argv=None) -> int:
                          "instead of tracing the suite again")
     ap.add_argument("--rerun-survivors", action="store_true",
                     help="run the session's survivors and timed-out mutants again with the suite as it is now")
+    ap.add_argument("--only", action="append", default=[], metavar="FILE:LINE",
+                    help="with --rerun-survivors: only the mutants on these lines")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="tiercheck-mutation-"))
     session = Path(args.session) if args.session else work / "session.sqlite"
     if args.rerun_survivors:
-        rerun_survivors(session, suite_argv(args.examples, args.seeds, args.budget), map_path(session), args.timeout)
+        rerun_survivors(session, suite_argv(args.examples, args.seeds, args.budget), map_path(session), args.timeout,
+                        set(args.only))
     elif not args.report_only:
         modules = args.module or DEFAULT_MODULES
         sargv = suite_argv(args.examples, args.seeds, args.budget)
