@@ -99,3 +99,46 @@ def problems(model, before: State, after: State, action, was: list, now: list) -
                 out.append(f"rank {r}: counter {key} went up by {got} in {action}, the spec's state change "
                            f"says {want.get(key, 0)}")
     return out
+
+
+def _per_rank_returns(model, before: State, after: State, action) -> list:
+    """Per rank, what the step's call returns on that rank according to the spec (None:
+    not checked): the driver API's documented results (impl/hicache/group.py)."""
+    pairs = list(zip(before.ranks, after.ranks))
+    name = action.name
+    out = []
+    for b, a in pairs:
+        if name in ("insert", "evict", "load_back"):
+            moved = 0
+            for p in range(model.pages.count):
+                d0, _h0, _r0, _in0 = _page_state(b, p)
+                d1, _h1, _r1, _in1 = _page_state(a, p)
+                moved += {"insert": d0 != DEV_RESIDENT and d1 == DEV_RESIDENT,
+                          "evict": d0 == DEV_RESIDENT and d1 == DEV_ABSENT,
+                          "load_back": d0 == DEV_ABSENT and d1 == DEV_LOADING}[name]
+            out.append(moved)  # pages new to the device / freed on it / submitted for loading
+        elif name == "writing_check":
+            out.append(len(b.wq) - len(a.wq) if len(a.wq) <= len(b.wq) else None)
+        elif name == "loading_check":
+            out.append(len(b.lq) - len(a.lq))
+        elif name == "drain_storage_control_queues":
+            out.append((len(b.sq) - len(a.sq), len(b.relq) - len(a.relq)))
+        else:
+            out.append(None)
+    return out
+
+
+def returned_problems(model, before: State, after: State, action, got) -> list:
+    """Lines for every rank whose return value of a replicated or sync step disagrees with
+    the spec's state change (``got``: the group's per-rank results)."""
+    if not isinstance(got, (list, tuple)) or len(got) != len(before.ranks):
+        return []
+    out = []
+    for r, (want, value) in enumerate(zip(_per_rank_returns(model, before, after, action), got)):
+        if want is not None and _plain(value) != want:
+            out.append(f"rank {r}: {action} returned {value!r}, the spec's state change says {want!r}")
+    return out
+
+
+def _plain(value):
+    return tuple(value) if isinstance(value, list) else value

@@ -79,18 +79,20 @@ class ReferenceDriver:
         self.halted = ""
         self._counters = [{} for _ in range(cfg.ranks)]  # each rank's metrics at the last verify
         self._started = None  # per rank, what the last step's prefetch_from_storage returned
+        self._returned = None  # what the last step's call returned (per rank for group steps)
         self._last, self._last_fresh = None, False
         # The refined state before and after the last step, and the step, for the counters.
         self._spec_now = self.model.init_states()[0]
         self._spec_before, self._action = None, None
 
     def apply(self, action) -> None:
-        self._started, self._last_fresh = None, False
+        self._started, self._last_fresh, self._returned = None, False, None
         self._spec_before, self._action = self._spec_now, action
         if self.hung or self.halted:
             return  # the group stopped; the spec has no successors either
         try:
             got = self._perform(action)
+            self._returned = got
             if action.name == "prefetch_from_storage":
                 self._started = got
         except (DeviceFullError, ProtocolError):
@@ -136,6 +138,8 @@ class ReferenceDriver:
         now = self.group.metrics()
         if self._action is not None and self._last_fresh:
             out += counters.problems(self.model, self._spec_before, self._spec_now, self._action, self._counters, now)
+            out += counters.returned_problems(self.model, self._spec_before, self._spec_now, self._action,
+                                              self._returned)
         self._action = None
         if self._last_fresh and self.model.cfg.victim_order != "lru":
             # match_prefix refreshes the access order it walks: unobservable unless LRU orders victims.

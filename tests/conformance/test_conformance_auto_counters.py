@@ -4,6 +4,7 @@
   spec's state change says (tiercheck.conformance.counters); a fault in one rank's
   counting is reported;
 - match_prefix: every rank's answer equals the spec tree's (tiercheck.conformance.serving);
+- return values of the group's steps (pages allocated, freed, submitted; rounds' counts);
 - auto mode (tiercheck.conformance.auto_mode): the implementation completes its own copies
   and storage operations, check_events runs the rounds, flush drains; seeded walks agree
   with the spec, and a catalogued bug is caught there too.
@@ -84,3 +85,14 @@ def test_auto_mode_catches_a_catalogued_bug():
     cfg = model_file.load("wts-mirror-1r").config
     problems = auto_mode.walk(cfg, 0, 40, variants={"release-no-consensus"})
     assert problems and "check_events" in problems[0]
+
+
+def test_a_wrong_return_value_is_reported(monkeypatch):
+    real = HiCacheRank.evict_node
+    monkeypatch.setattr(HiCacheRank, "evict_node", lambda self, path, fail=False: real(self, path, fail) + 1)
+    driver = ReferenceDriver(model_file.load("wt-alloc-2r").config)
+    try:
+        problems = _walk(driver, 60)
+    finally:
+        driver.close()
+    assert any("evict(node=" in p and "the spec's state change says" in p for p in problems)
