@@ -335,11 +335,10 @@ def report(db_path: Path) -> int:
           f"(equivalent), {pop[INVALID]} that do not compile, {pop[CUDA]} in CUDA-only code, "
           f"{pop[NOT_SAMPLED] + pop[NOT_SAMPLED_REACHED]} not sampled; {pop['pending']} still pending")
     if pop[NOT_SAMPLED_REACHED]:
-        sampled_reach_report(tot, pop)
-        tot["not reached"] = 0  # population-wide: the lines below are the sample's own
+        sampled_reach_report(tot, pop)  # not reached is population-wide: no pooled score
     killed = tot["killed"]
     scored = killed + tot["survived"] + tot["not reached"]
-    if scored:
+    if scored and not pop[NOT_SAMPLED_REACHED]:
         print(f"score: {killed}/{scored} = {100 * killed / scored:.1f}% of non-equivalent mutants killed "
               f"(not reached counts as survived; {tot['timed out']} timed out and {tot['incompetent']} "
               "incompetent left out)")
