@@ -1,12 +1,14 @@
 """Conformance kill matrix: every catalogued bug switched on in the implementation only
 (the spec stays correct), found by the default campaign (`tiercheck conform --impl X`
-with no model: every default model, round-robin, within the budget). Prints, per variant:
-the model that killed it, examples and seconds to the first failure, steps before and
-after shrinking, and the shortest disagreeing trace on that model (breadth-first search
+with no model: every default model, round-robin, within the budget). The budget is
+examples (``--examples N`` per default model, as `tiercheck conform --examples N`), so a
+row does not depend on the machine's load; ``--budget S`` gives a time budget instead.
+Prints, per variant: the model that killed it, examples (over all default models) and
+seconds to the first failure, steps before and after shrinking, and the shortest disagreeing trace on that model (breadth-first search
 over spec x spec-mutant pairs; "ref" says whether the implementation disagrees on that
 trace too); then conformance throughput (implementation steps/s).
 
-    python benchmarks/kill_matrix.py [--impl reference|spec] [--budget S] [--seed S] [--variant NAME]
+    python benchmarks/kill_matrix.py [--impl reference|spec] [--examples N | --budget S] [--seed S] [--variant NAME]
 """
 
 from __future__ import annotations
@@ -52,11 +54,11 @@ def throughput(impl: str, model: str, steps: int = 1500, seed: int = 0) -> float
     return done / spent
 
 
-def kill(impl: str, name: str, budget: float, seed: int, shrink_budget: float) -> dict:
+def kill(impl: str, name: str, budget: float, seed: int, shrink_budget: float, per_model=None) -> dict:
     """One row: the default campaign against the implementation with ``name`` on."""
     t0 = time.monotonic()
     res = defaults.run_campaign(lambda cfg: driver_factory(impl, cfg, {name}), budget=budget, seed=seed,
-                                label=name, shrink_budget=shrink_budget)
+                                label=name, shrink_budget=shrink_budget, per_model=per_model)
     failed = [r for r in res.values() if r.failure]
     row = {"variant": name, "killed": bool(failed), "examples": sum(r.examples for r in res.values())}
     if not failed:
@@ -80,21 +82,26 @@ def kill(impl: str, name: str, budget: float, seed: int, shrink_budget: float) -
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--impl", default="reference")
-    ap.add_argument("--budget", type=float, default=120.0, help="seconds of search per variant (the default campaign's)")
+    ap.add_argument("--examples", type=int, default=None,
+                    help="examples per default model and variant (an example budget: no time limit)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds of search per variant instead (default 120 without --examples)")
     ap.add_argument("--shrink-budget", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variant", action="append", default=[], help="only these variants (default: all)")
     ap.add_argument("--no-throughput", action="store_true")
     args = ap.parse_args(argv)
     names = args.variant or sorted(VARIANTS)
-    print(f"kill matrix: --impl {args.impl}, default campaign with --budget {args.budget:g}s, seed {args.seed}\n")
+    budget = args.budget if args.budget is not None else float("inf") if args.examples else 120.0
+    limit = f"--examples {args.examples}" if args.examples else f"--budget {budget:g}s"
+    print(f"kill matrix: --impl {args.impl}, default campaign with {limit}, seed {args.seed}\n")
     head = (f"{'variant':24} {'killed':>6} {'model':22} {'examples':>8} {'s to kill':>9} {'steps':>5} "
             f"{'shrunk':>6} {'shortest':>8} {'ref':>3}")
     print(head)
     print("-" * len(head))
     all_killed, within = True, True
     for name in names:
-        row = kill(args.impl, name, args.budget, args.seed, args.shrink_budget)
+        row = kill(args.impl, name, budget, args.seed, args.shrink_budget, args.examples)
         if not row["killed"]:
             all_killed = False
             print(f"{name:24} {'NO':>6} {'-':22} {row['examples']:>8}", flush=True)

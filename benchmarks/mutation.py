@@ -51,6 +51,7 @@ DEFAULT_MODULES = ("impl/hicache", "impl/transfer.py")
 
 # Why a mutant did not run (the output of its SKIPPED or pre-set result).
 NOT_SAMPLED = "not sampled"
+NOT_SAMPLED_REACHED = "not sampled: reached"  # --sample-reached: outside a sample of the reached mutants
 CUDA = "needs CUDA"
 ANNOTATION = "equivalent: inside an annotation, never evaluated"
 NOT_REACHED = "not reached: no part of the suite executes this line"
@@ -168,9 +169,12 @@ def reached_by(doc) -> dict:
     return out
 
 
-def classify(db_path: Path, reached: dict, n, seed: int) -> dict:
+def classify(db_path: Path, reached: dict, n, seed: int, reached_only: bool = False) -> dict:
     """Pre-set the results of mutants that need no run and draw the sample (stratified
-    by file, every file at least one, the rest in proportion) from the others. Returns
+    by file, every file at least one, the rest in proportion) from the others. With
+    ``reached_only``, every mutant on a line no unit executes is recorded as not reached
+    (the whole population's reach, exact) and the sample is drawn among the reached ones
+    (every run is then spent on a mutant whose verdict is not known in advance). Returns
     counts of each class over the whole session."""
     spans_cache: dict = {}
 
@@ -178,6 +182,9 @@ def classify(db_path: Path, reached: dict, n, seed: int) -> dict:
         if f not in spans_cache:
             spans_cache[f] = annotation_spans(Path(f))
         return spans_cache[f]
+
+    def is_reached(f, w):
+        return w.mutations[0].start_pos[0] in reached.get(f, ())
 
     counts = Counter()
     with use_db(str(db_path), WorkDB.Mode.open) as db:
@@ -197,22 +204,31 @@ def classify(db_path: Path, reached: dict, n, seed: int) -> dict:
                 counts[INVALID] += 1
             else:
                 runnable[Path(m.module_path).as_posix()].append(w)
+        counts["population"] = sum(len(v) for v in runnable.values())
+        everything, unreached = runnable, set()
+        if reached_only:
+            unreached = {w.job_id for f, ws in runnable.items() for w in ws if not is_reached(f, w)}
+            counts[NOT_REACHED] = len(unreached)
+            runnable = {f: [w for w in ws if w.job_id not in unreached] for f, ws in runnable.items()}
+            runnable = {f: ws for f, ws in runnable.items() if ws}
         pool = sum(len(v) for v in runnable.values())
-        counts["population"] = pool
         rng = random.Random(seed)
         keep = []
         for f, ws in sorted(runnable.items()):
             k = len(ws) if n is None else min(len(ws), max(1, round(n * len(ws) / pool)))
             keep += rng.sample(ws, k)
         keep_ids = {w.job_id for w in keep}
-        for f, ws in runnable.items():
+        not_reached = WorkResult(worker_outcome=WorkerOutcome.NORMAL, test_outcome=TestOutcome.SURVIVED,
+                                 output=NOT_REACHED)
+        for f, ws in everything.items():
             for w in ws:
-                m = w.mutations[0]
-                if w.job_id not in keep_ids:
-                    db.set_result(w.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=NOT_SAMPLED))
-                elif m.start_pos[0] not in set(reached.get(f, ())):
-                    db.set_result(w.job_id, WorkResult(worker_outcome=WorkerOutcome.NORMAL,
-                                                       test_outcome=TestOutcome.SURVIVED, output=NOT_REACHED))
+                if w.job_id in unreached:
+                    db.set_result(w.job_id, not_reached)
+                elif w.job_id not in keep_ids:
+                    db.set_result(w.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
+                                                       output=NOT_SAMPLED_REACHED if reached_only else NOT_SAMPLED))
+                elif not is_reached(f, w):
+                    db.set_result(w.job_id, not_reached)
                     counts[NOT_REACHED] += 1
         counts["sampled"] = len(keep_ids)
     return counts
@@ -271,6 +287,40 @@ def tally(db_path: Path):
     return per_file, survivors, timed_out, pop
 
 
+def wilson(k: int, n: int, z: float = 1.96):
+    """The Wilson score interval of a proportion k/n (95% by default)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n)
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def sampled_reach_report(tot: Counter, pop: Counter) -> None:
+    """--sample-reached: reach is exact (every mutant classified by the line map), the
+    kill rate of the reached mutants comes from the sample; score = the non-equivalent
+    reached share x that kill rate, with the kill rate's 95% interval."""
+    sample = sum(tot[k] for k in ("killed", "survived", "timed out", "incompetent", "equivalent")) + pop["pending"]
+    reached = pop[NOT_SAMPLED_REACHED] + sample
+    unreached = tot["not reached"]
+    equiv = tot["equivalent"] / max(sample - pop["pending"], 1)  # the sample's share of equivalent mutants
+    live = reached * (1 - equiv)
+    ran = tot["killed"] + tot["survived"] + tot["timed out"]  # a timeout counts as a survivor here
+    lo, hi = wilson(tot["killed"], ran)
+    share = live / (live + unreached)
+    print(f"reach (every mutant, exact): {reached} of {reached + unreached} runnable mutants on lines the suite "
+          f"executes ({100 * reached / (reached + unreached):.1f}%); {unreached} not reached (survived without a run)")
+    print(f"sample: {sample} of the {reached} reached mutants (stratified by file); {pop['pending']} still pending")
+    if ran:
+        print(f"kill rate of the reached, non-equivalent mutants: {tot['killed']}/{ran} = {100 * tot['killed'] / ran:.1f}% "
+              f"(95% CI {100 * lo:.1f}-{100 * hi:.1f}%; {tot['timed out']} timed out counted as survivors, "
+              f"{tot['equivalent']} equivalent left out)")
+        print(f"estimated score over every non-equivalent mutant: {100 * share * tot['killed'] / ran:.1f}% "
+              f"(95% CI {100 * share * lo:.1f}-{100 * share * hi:.1f}%) = reached share {100 * share:.1f}% "
+              "x kill rate")
+
+
 def report(db_path: Path) -> int:
     per_file, survivors, timed_out, pop = tally(db_path)
     head = f"{'file':32}" + "".join(f" {c:>11}" for c in COLUMNS)
@@ -283,10 +333,12 @@ def report(db_path: Path) -> int:
     print(f"{'total':32}" + "".join(f" {tot[k]:>11}" for k in COLUMNS))
     print(f"\nmutants in the session: {pop['total'] + pop['pending']}; not run: {pop[ANNOTATION]} in annotations "
           f"(equivalent), {pop[INVALID]} that do not compile, {pop[CUDA]} in CUDA-only code, "
-          f"{pop[NOT_SAMPLED]} not sampled; {pop['pending']} still pending")
+          f"{pop[NOT_SAMPLED] + pop[NOT_SAMPLED_REACHED]} not sampled; {pop['pending']} still pending")
+    if pop[NOT_SAMPLED_REACHED]:
+        sampled_reach_report(tot, pop)  # not reached is population-wide: no pooled score
     killed = tot["killed"]
     scored = killed + tot["survived"] + tot["not reached"]
-    if scored:
+    if scored and not pop[NOT_SAMPLED_REACHED]:
         print(f"score: {killed}/{scored} = {100 * killed / scored:.1f}% of non-equivalent mutants killed "
               f"(not reached counts as survived; {tot['timed out']} timed out and {tot['incompetent']} "
               "incompetent left out)")
@@ -303,6 +355,35 @@ def report(db_path: Path) -> int:
     return 0
 
 
+def rerun_survivors(db_path: Path, argv, select: Path, timeout: float, only=()) -> None:
+    """Run every survivor and timed-out mutant of the session again with the suite as it is
+    now (a later stage of the suite contains the earlier one, so a kill stands and only
+    survivors can change), one at a time, mutated in place as cosmic-ray does. ``only``:
+    just these FILE:LINE places."""
+    from cosmic_ray.mutating import use_mutation
+
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        items = {w.job_id: w for w in db.work_items}
+        again = [j for j, r in db.results if r.worker_outcome != WorkerOutcome.SKIPPED and r.output != NOT_REACHED
+                 and (r.test_outcome == TestOutcome.SURVIVED or r.output == "timeout"
+                      or r.worker_outcome == WorkerOutcome.ABNORMAL)]
+        for job_id in again:
+            m = items[job_id].mutations[0]
+            if only and f"{Path(m.module_path).as_posix()}:{m.start_pos[0]}" not in only:
+                continue
+            op = get_operator(m.operator_name)(**(getattr(m, "operator_args", None) or {}))
+            with use_mutation(ROOT / m.module_path, op, m.occurrence):
+                try:
+                    run = subprocess.run([sys.executable, str(SUITE), *argv, "--select", str(select)], cwd=ROOT,
+                                         capture_output=True, text=True, timeout=timeout)
+                    outcome, out = (TestOutcome.SURVIVED if run.returncode == 0 else TestOutcome.KILLED), run.stdout
+                except subprocess.TimeoutExpired:  # recorded as cosmic-ray records one
+                    outcome, out = TestOutcome.KILLED, "timeout"
+            print(f"{m.module_path}:{m.start_pos[0]}:{m.operator_name}: {out if out == 'timeout' else outcome}",
+                  flush=True)
+            db.set_result(job_id, WorkResult(worker_outcome=WorkerOutcome.NORMAL, test_outcome=outcome, output=out))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--module", action="append", default=[], help="file or folder to mutate (default: %s)"
@@ -311,23 +392,40 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=1, help="suite: seeds of the fixed-count campaign")
     ap.add_argument("--budget", type=float, default=None, help="suite: a time-budgeted campaign instead (seconds)")
     ap.add_argument("--sample", type=int, default=None, help="run about N mutants, stratified by file, drawn with --seed")
+    ap.add_argument("--sample-reached", action="store_true",
+                    help="draw the sample among the reached mutants only; every unreached one is recorded as "
+                         "not reached (exact reach), and the report estimates the score with a 95%% interval")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant before it counts as timed out")
     ap.add_argument("--session", default=None, help="session file to create or resume (default: a temporary one)")
+    ap.add_argument("--map", type=Path, default=None,
+                    help="reuse this line map of the suite (mutation_suite.py --map, same suite arguments) "
+                         "instead of tracing the suite again")
+    ap.add_argument("--rerun-survivors", action="store_true",
+                    help="run the session's survivors and timed-out mutants again with the suite as it is now")
+    ap.add_argument("--only", action="append", default=[], metavar="FILE:LINE",
+                    help="with --rerun-survivors: only the mutants on these lines")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="tiercheck-mutation-"))
     session = Path(args.session) if args.session else work / "session.sqlite"
-    if not args.report_only:
+    if args.rerun_survivors:
+        rerun_survivors(session, suite_argv(args.examples, args.seeds, args.budget), map_path(session), args.timeout,
+                        set(args.only))
+    elif not args.report_only:
         modules = args.module or DEFAULT_MODULES
         sargv = suite_argv(args.examples, args.seeds, args.budget)
         cfg = work / "cosmic-ray.toml"
         lines_map = map_path(session)
         cfg.write_text(config(modules, sargv, args.timeout, lines_map))
         if not session.exists():
-            reached = build_map(lines_map, sargv)
+            if args.map is not None:
+                lines_map.write_text(args.map.read_text())
+                reached = reached_by(json.loads(lines_map.read_text()))
+            else:
+                reached = build_map(lines_map, sargv)
             subprocess.run([cosmic_ray(), "init", str(cfg), str(session)], cwd=ROOT, check=True)
-            counts = classify(session, reached, args.sample, args.seed)
+            counts = classify(session, reached, args.sample, args.seed, args.sample_reached)
             print(json.dumps(counts), flush=True)
         subprocess.run([cosmic_ray(), "exec", str(cfg), str(session)], cwd=ROOT, check=True)
     return report(session)

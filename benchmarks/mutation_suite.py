@@ -7,7 +7,13 @@ The suite is a list of units, run in order until the first disagreement:
     time-budgeted campaign as one unit instead);
   - every trace of every shipped generated tour (tests/generated/*/tour.json) replayed on
     the reference, one unit each; and the first traces of the two-rank tours on the gloo
-    backend (real rank processes).
+    backend (real rank processes);
+  - the reference in its own completion mode (copies complete on query, storage
+    threads, check_events and flush; tiercheck.conformance.auto_mode): ``--walks``
+    seeded walks per default model, one unit per model;
+  - shipped feature models outside the default set (FEATURE_MODELS), as campaign units;
+  - every catalogued bug switched on: the reference must disagree on the bug's shortest
+    trace (the bug branches are implementation code too).
 Not the unit tests. Exit 0: conforms; 1: a disagreement (the mutant is killed).
 
 Test selection (``--select MAP``): ``--map MAP`` runs the suite once on the unmutated
@@ -33,12 +39,17 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 from tiercheck.conformance import defaults, machine
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.conformance.generated import load_tour
 from tiercheck.conformance.runner import replay
+from tiercheck.conformance.shortest import shortest_disagreement
+from tiercheck.models import model_file
+from tiercheck.spec.model import Model
+from tiercheck.spec.variants import VARIANTS
 
 ROOT = Path(__file__).resolve().parent.parent
 TOURS = ROOT / "tests" / "generated"
@@ -72,22 +83,67 @@ def tour_units(backend: str = "lockstep", tours=None, first=None):
     return out
 
 
+def _conforms(cfg, examples: int, seed: int, label: str) -> bool:
+    """``examples`` examples and no time budget, so the same examples on every run (they
+    depend only on the spec and the seed until the first disagreement). No shrinking: a
+    kill only needs the verdict."""
+    try:
+        machine.run(driver_factory("reference", cfg), examples=examples, seed=seed, label=label, shrink_budget=0.0)
+    except machine.ConformanceFailure as exc:
+        print(exc)
+        return False
+    return True
+
+
 def campaign_units(examples: int, seeds: int):
-    """(name, run) per default model and seed: ``examples`` examples and no time budget,
-    so the same examples on every run (they depend only on the spec and the seed until
-    the first disagreement). No shrinking: a kill only needs the verdict."""
+    """(name, run) per default model and seed."""
     out = []
     for seed in range(seeds):
         for label, mf in defaults.default_model_files():
-            def run(cfg=mf.config, label=label, seed=seed):
-                try:
-                    machine.run(driver_factory("reference", cfg), examples=examples, seed=seed, label=label,
-                                shrink_budget=0.0)
-                except machine.ConformanceFailure as exc:
-                    print(exc)
-                    return False
-                return True
-            out.append((f"campaign {label} seed {seed}", run))
+            out.append((f"campaign {label} seed {seed}",
+                        lambda cfg=mf.config, label=label, seed=seed: _conforms(cfg, examples, seed, label)))
+    return out
+
+
+# Shipped feature models outside the default set: the bounded, age-gated durable LRU, CP
+# load-back over two lanes, prefetch that waits for every rank's read.
+FEATURE_MODELS = ("wt-durable-lru-1r", "cp-planner-lanes-2r", "wt-prefetch-wait-2r")
+
+
+def feature_units(examples: int):
+    """(name, run) per feature model: ``examples`` examples of seed 0, as a default model's."""
+    return [(f"feature {name}", lambda cfg=model_file.load(name).config, name=name: _conforms(cfg, examples, 0, name))
+            for name in FEATURE_MODELS]
+
+
+def variant_units():
+    """(name, run) per catalogued bug: the implementation with the bug on must disagree on the
+    shortest trace where the bug shows (breadth-first over spec x spec-mutant pairs on the
+    bug's own model, models/library/variants), with a state difference at its last step.
+    This is the kill matrix's claim on its cheapest trace, and what reaches the
+    implementation's bug branches."""
+    out = []
+    for name in sorted(VARIANTS):
+        def run(name=name):
+            cfg = model_file.load(f"variants/{name}").config
+            # The reference always has a host page (impl_config): a host-less model would
+            # disagree at its initial state, whatever the bug.
+            base = replace(cfg, variants=frozenset(v for v in cfg.variants if v != name),
+                           host_pages=max(cfg.host_pages, 1))
+            short = shortest_disagreement(Model(base), Model(replace(base, variants=base.variants | {name})))
+            driver = driver_factory("reference", base, {name})()
+            try:
+                mm = replay(driver, short).mismatch if short is not None else None
+            finally:
+                driver.close()
+            # As every catalogued bug shows: a state difference after the trace's last step
+            # (not earlier, not a crash of the implementation).
+            caught = mm is not None and mm.kind == "state" and mm.step == len(short) - 1
+            if not caught:
+                print(f"variant {name}: on its shortest trace ({len(short or ())} steps) the implementation with "
+                      f"the bug on gives {'no disagreement' if mm is None else f'{mm.kind} at step {mm.step}: {mm.message}'}")
+            return caught
+        out.append((f"variant {name}", run))
     return out
 
 
@@ -102,10 +158,31 @@ def budget_unit(budget: float, seed: int):
     return [(f"campaign budget {budget}", run)]
 
 
+AUTO_STEPS = 40  # steps of one auto-mode walk
+
+
+def auto_units(walks: int):
+    """(name, run) per default model: ``walks`` seeded auto-mode walks."""
+    out = []
+    for label, mf in defaults.default_model_files():
+        def run(cfg=mf.config, label=label):
+            from tiercheck.conformance import auto_mode  # imports the implementation: after the map's tracer starts
+
+            for seed in range(walks):
+                problems = auto_mode.walk(cfg, seed, AUTO_STEPS)
+                if problems:
+                    print(f"auto mode {label} walk {seed}: {problems[0]}")
+                    return False
+            return True
+        out.append((f"auto {label}", run))
+    return out
+
+
 def units(args):
     out = []
     if not args.tours_only:
         out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
+        out += auto_units(args.walks) + feature_units(args.examples) + variant_units()
     return out + tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES)
 
 
@@ -233,6 +310,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=None,
                     help="run the time-budgeted default campaign for this many seconds instead")
     ap.add_argument("--seed", type=int, default=0, help="seed of the time-budgeted campaign")
+    ap.add_argument("--walks", type=int, default=12, help="auto-mode walks per default model (default 12)")
     ap.add_argument("--tours-only", action="store_true")
     ap.add_argument("--map", type=Path, help="write the per-unit line map of the unmutated code here")
     ap.add_argument("--select", type=Path, help="run only the units of this map that execute a changed line")

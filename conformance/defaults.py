@@ -83,11 +83,14 @@ class ModelResult(NamedTuple):
 
 def run_campaign(factory_for, budget: float, examples: int = 100_000, steps: int = 50, seed: int = 0,
                  record_dir=None, z3_check=None, label: str = "impl", strategy: str = "coverage",
-                 shrink_budget: float = 60.0, models=None, progress=None) -> Dict[str, ModelResult]:
+                 shrink_budget: float = 60.0, models=None, progress=None,
+                 per_model: Optional[int] = None) -> Dict[str, ModelResult]:
     """Run the default models round-robin until ``budget`` seconds are spent or one fails.
 
-    ``factory_for(cfg)`` builds a driver factory for a model's config. Returns per model:
-    examples run, seconds spent, and the failure (the campaign stops at the first one).
+    ``factory_for(cfg)`` builds a driver factory for a model's config. ``per_model``: an
+    example budget instead, each model that many examples over the rounds (with
+    ``budget = inf``, a run that does not depend on the machine's speed). Returns per
+    model: examples run, seconds spent, and the failure (the campaign stops at the first).
     """
     models = default_model_files() if models is None else models
     covs = {name: RunCoverage() for name, _mf in models}
@@ -103,10 +106,15 @@ def run_campaign(factory_for, budget: float, examples: int = 100_000, steps: int
             slots -= 1
             if slice_s <= 0 and rnd:  # round 0 gives every model at least one chunk
                 continue
+            if per_model is not None:  # this round's share of the model's examples
+                examples = per_model // ROUNDS + (rnd < per_model % ROUNDS)
+                if not examples:
+                    continue
             try:
                 machine.run(factory_for(mf.config), examples=examples, steps=steps, seed=seed * 1000 + rnd,
                             record_dir=record_dir, z3_check=z3_check, label=f"{label}-{name}", stats=stats,
-                            shrink_budget=shrink_budget, strategy=strategy, cov=covs[name], time_budget=slice_s)
+                            shrink_budget=shrink_budget, strategy=strategy, cov=covs[name],
+                            time_budget=None if slice_s == float("inf") else slice_s)
             except machine.ConformanceFailure as exc:
                 done[name][0] += stats.get("first_failure_examples", stats.get("examples", 0))
                 done[name][1] += stats.get("first_failure_at", t0) - t0

@@ -18,12 +18,14 @@ from tiercheck.impl.hicache.errors import DeviceFullError, ProtocolError
 from tiercheck.impl.kvdata import KVLayout
 from tiercheck.spec.model import Model
 
+from . import counters
 from .refinement import concretize, refine
+from .serving import match_problems
 
 LAYOUT = KVLayout(layers=1, heads=1, head_dim=4, page_size=1)
 
 
-def impl_config(cfg, variants=frozenset()) -> HiCacheConfig:
+def impl_config(cfg, variants=frozenset(), manual: bool = True) -> HiCacheConfig:
     return HiCacheConfig(
         layout=replace(LAYOUT, page_size=cfg.page_size),
         load_back_threshold=cfg.load_back_threshold,
@@ -41,7 +43,7 @@ def impl_config(cfg, variants=frozenset()) -> HiCacheConfig:
         variants=frozenset(cfg.variants) | frozenset(variants),
         victim_order=cfg.victim_order,
         slot_order="lowest" if cfg.slots else "lifo",  # comparable slot identities
-        manual=True,
+        manual=manual,  # False: copies complete on query, storage threads (conformance.auto_mode)
         load_back_evicts=False,  # the spec's scheduler evicts with separate evict steps
         cp_planner=cfg.cp_planner,  # ...unless load_back plans its own victims (seed 004)
         cp_lanes=cfg.cp_lanes,
@@ -56,7 +58,7 @@ class ReferenceDriver:
     name = "reference"
 
     def __init__(self, cfg, variants=frozenset(), backend: str = "lockstep", timeout: float = None,
-                 driver_timeout: float = None):
+                 driver_timeout: float = None, manual: bool = True):
         # Lock-step detects a skipped collective at once (a rank that returns early fails
         # its waiting peers), so its timeout only catches real stalls; gloo needs the
         # timeout to notice a hang at all.
@@ -65,7 +67,7 @@ class ReferenceDriver:
         self.model = Model(cfg)
         self._tmp = tempfile.TemporaryDirectory(prefix="tiercheck-store-") if cfg.storage else None
         storage = FileStorage(self._tmp.name, fsync=False) if self._tmp else None
-        conf = impl_config(cfg, variants)
+        conf = impl_config(cfg, variants, manual)
         if backend == "gloo":
             from tiercheck.impl.hicache.gloo import GlooHiCache
 
@@ -77,14 +79,20 @@ class ReferenceDriver:
         self.halted = ""
         self._counters = [{} for _ in range(cfg.ranks)]  # each rank's metrics at the last verify
         self._started = None  # per rank, what the last step's prefetch_from_storage returned
+        self._returned = None  # what the last step's call returned (per rank for group steps)
         self._last, self._last_fresh = None, False
+        # The refined state before and after the last step, and the step, for the counters.
+        self._spec_now = self.model.init_states()[0]
+        self._spec_before, self._action = None, None
 
     def apply(self, action) -> None:
-        self._started, self._last_fresh = None, False
+        self._started, self._last_fresh, self._returned = None, False, None
+        self._spec_before, self._action = self._spec_now, action
         if self.hung or self.halted:
             return  # the group stopped; the spec has no successors either
         try:
-            got = self.group.apply(action.name, **concretize(self.model, action))
+            got = self._perform(action)
+            self._returned = got
             if action.name == "prefetch_from_storage":
                 self._started = got
         except (DeviceFullError, ProtocolError):
@@ -98,10 +106,14 @@ class ReferenceDriver:
         except ReplicaDivergenceError as exc:
             self.halted = str(exc) or action.name
 
+    def _perform(self, action):
+        return self.group.apply(action.name, **concretize(self.model, action))
+
     def state(self):
         snaps = self.group.snapshot() if not self.hung else self._last
         self._last, self._last_fresh = snaps, True
-        return refine(self.model, snaps, hung=self.hung, halted=self.halted)
+        self._spec_now = refine(self.model, snaps, hung=self.hung, halted=self.halted)
+        return self._spec_now
 
     def verify(self):
         if self.hung or self.halted:
@@ -110,8 +122,9 @@ class ReferenceDriver:
 
     def _reported_problems(self) -> list:
         """What a rank reports besides its state, against its own state: the index a
-        prefetch_from_storage returned, the host-pool gauges, and counters that are whole
-        numbers of tokens and never go down."""
+        prefetch_from_storage returned, the host-pool gauges, counters that are whole
+        numbers of tokens and never go down, and each counter's increment over the step
+        against the spec's state change (tiercheck.conformance.counters)."""
         out = []
         host_pages = self.group.cfg.host_pages
         # The snapshot state() just took, if no step came between (conformance asks for
@@ -122,7 +135,16 @@ class ReferenceDriver:
             if index is not None and index != len(snap["pq"]) - 1:
                 out.append(f"rank {r}: prefetch_from_storage returned index {index!r}, "
                            f"the prefetch queue has {len(snap['pq'])}")
-        for r, (m, snap) in enumerate(zip(self.group.metrics(), snaps)):
+        now = self.group.metrics()
+        if self._action is not None and self._last_fresh:
+            out += counters.problems(self.model, self._spec_before, self._spec_now, self._action, self._counters, now)
+            out += counters.returned_problems(self.model, self._spec_before, self._spec_now, self._action,
+                                              self._returned)
+        self._action = None
+        if self._last_fresh and self.model.cfg.victim_order != "lru":
+            # match_prefix refreshes the access order it walks: unobservable unless LRU orders victims.
+            out += match_problems(self.model, self._spec_now, self.group)
+        for r, (m, snap) in enumerate(zip(now, snaps)):
             page = self.group.cfg.layout.page_size  # tokens per page (the model's page_size)
             total = host_pages * page
             want = {mt.HOST_TOTAL: total, mt.HOST_USED: total - snap["host_free"] * page}

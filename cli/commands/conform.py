@@ -32,7 +32,8 @@ def add_arguments(p):
                    help=f"search time; without --model shared by the default models (default {DEFAULT_BUDGET:g})")
     p.add_argument("--ranks", type=int_in(1, 8), default=None, help="override the model's rank count (1..8)")
     p.add_argument("--examples", type=int_in(1, 1_000_000), default=None,
-                   help="examples (default 100 with --model; unbounded within the budget without)")
+                   help="examples (default 100 with --model; without --model: per default model, over the rounds, "
+                        "and with no time budget unless --budget is given too)")
     p.add_argument("--steps", type=int_in(1, 10_000), default=50, help="steps per example (default 50)")
     p.add_argument("--seed", type=int_in(0, 2**64 - 1), default=0)
     p.add_argument("--strategy", default="coverage", choices=STRATEGIES,
@@ -98,14 +99,18 @@ def run(args) -> int:
 
 
 def _campaign(args, factory_for, label, flags, z3_check, t0) -> int:
-    budget = DEFAULT_BUDGET if args.budget is None else args.budget
-    print(f"{args.impl}: {len(defaults.DEFAULT_MODELS)} default models, budget {budget:g}s, seed {args.seed}, "
+    budget = args.budget
+    if budget is None:  # an example budget alone runs the same examples on any machine
+        budget = float("inf") if args.examples else DEFAULT_BUDGET
+    limits = ([f"budget {budget:g}s"] if budget != float("inf") else []) + (
+        [f"{args.examples} examples per model"] if args.examples else [])
+    print(f"{args.impl}: {len(defaults.DEFAULT_MODELS)} default models, {', '.join(limits)}, seed {args.seed}, "
           f"strategy {args.strategy}", flush=True)
     probe(factory_for(defaults.default_model_files()[0][1].config))  # a failing factory: one line, now
     try:
-        res = defaults.run_campaign(factory_for, budget, examples=args.examples or 10**9, steps=args.steps,
+        res = defaults.run_campaign(factory_for, budget, examples=10**9, steps=args.steps,
                                     seed=args.seed, record_dir=args.out, z3_check=z3_check, label=label,
-                                    strategy=args.strategy)
+                                    strategy=args.strategy, per_model=args.examples)
     except KeyboardInterrupt:
         print(f"{args.impl}: default campaign interrupted after {time.monotonic() - t0:.1f}s, "
               f"no disagreement so far: inconclusive")

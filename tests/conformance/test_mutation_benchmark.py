@@ -70,3 +70,16 @@ def test_selection_runs_the_units_that_execute_a_changed_line(tmp_path, monkeypa
     assert [n for n, _ in ms.selected(doc, todo)] == ["fast", "slow"]
     (tmp_path / "impl" / "a.py").write_text("x = 0\ny = 2\nz = 3\n")  # an import-time line: every unit
     assert [n for n, _ in ms.selected(doc, todo)] == ["slow", "fast", "other"]
+
+
+def test_sampled_reach_score_is_reach_times_kill_rate_with_a_wilson_interval(capsys):
+    mb = _load("mutation")
+    lo, hi = mb.wilson(45, 50)
+    assert 0.78 < lo < 0.79 and 0.95 < hi < 0.96  # the textbook Wilson interval of 45/50
+    assert mb.wilson(0, 0) == (0.0, 1.0)
+    tot = mb.Counter({"killed": 45, "survived": 4, "timed out": 1, "not reached": 100})
+    pop = mb.Counter({mb.NOT_SAMPLED_REACHED: 850, "pending": 0})
+    mb.sampled_reach_report(tot, pop)
+    out = capsys.readouterr().out
+    assert "900 of 1000 runnable mutants" in out and "45/50 = 90.0%" in out
+    assert "estimated score over every non-equivalent mutant: 81.0%" in out

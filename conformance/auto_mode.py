@@ -1,0 +1,163 @@
+"""Conformance of the reference implementation in its own completion mode (``manual=False``).
+
+In manual mode (every other conformance run) the spec's per-rank completion actions
+(``write_dma_done``, ``load_dma_done``, ``storage_backup_done``, ``prefetch_io``) finish
+each copy and storage operation. In auto mode the implementation finishes them itself:
+a copy completes when the engine is next queried, storage operations run on worker
+threads, and the scheduler's per-iteration entry point ``check_events`` runs the sync
+rounds. This module drives that mode with the spec's actions:
+
+  - after every step the implementation settles (its storage threads finish and are
+    polled) and the spec takes every enabled completion action, whole batches only (the
+    spec's :func:`settle`), so both sides mean "everything in flight has finished";
+  - the spec's three scheduler rounds (``writing_check``, ``loading_check``, the storage
+    drain) are one step, ``check_events`` on the implementation (:data:`TICK`);
+  - at the end the implementation's ``flush`` (scheduler iterations until nothing is in
+    flight) against the spec's ticks until its queues are empty.
+
+After each step the states are compared through the refinement mapping and the driver's
+checks run (bytes, counters, gauges, match_prefix). Walks are seeded random choices
+among the spec's enabled actions: the same walk on every run (no time budget).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from tiercheck.impl.collective import CollectiveError
+from tiercheck.impl.hicache import ReplicaDivergenceError
+from tiercheck.spec.action import Action
+
+from .compare import describe_difference, observable
+from .reference import ReferenceDriver
+
+COMPLETIONS = ("write_dma_done", "load_dma_done", "storage_backup_done", "prefetch_io")
+ROUNDS = ("writing_check", "loading_check", "drain_storage_control_queues")
+TICK = Action("check_events")
+SETTLE_TIMEOUT = 30.0  # seconds a storage thread may take before the walk reports a hang
+
+
+def settle(model, s):
+    """The spec state once every copy and storage operation in flight has finished, each
+    storage backup storing its whole batch."""
+    while True:
+        done = [a for a in model.actions(s) if a.name in COMPLETIONS]
+        if not done:
+            return s
+        # The whole batch: of one rank's storage acks, the one with the most pages (a
+        # partial ack is a fault the auto-mode backend does not inject).
+        same = [a for a in done if a.name == done[0].name and a["rank"] == done[0]["rank"]]
+        s = model.next_state(s, max(same, key=lambda a: dict(a.params).get("pages", 0)))
+
+
+def tick(model, s, separate: bool = False):
+    """One scheduler iteration in the spec: the three rounds in order (those it has);
+    ``separate``: everything in flight finishes after each round."""
+    for name in ROUNDS:
+        a = next((x for x in model.actions(s) if x.name == name), None)
+        if a is not None:
+            s = model.next_state(s, a)
+        if separate:
+            s = settle(model, s)
+    return s
+
+
+def busy(s) -> bool:
+    return any(rs.wq or rs.lq or rs.sq or rs.relq for rs in s.ranks)
+
+
+class AutoDriver(ReferenceDriver):
+    """The reference implementation with ``manual=False`` (lock-step ranks in this process)."""
+
+    name = "reference-auto"
+
+    def __init__(self, cfg, variants=frozenset()):
+        super().__init__(cfg, variants=variants, manual=False)
+        # check_events computes the mirror-release plan in its one all-reduce, before the
+        # round commits its writes; the spec's drain plans after writing_check (a write
+        # committed in the same iteration gets its plan a round later there). Under mirror
+        # release a tick is the three rounds one by one, each settled (a storage thread
+        # would otherwise race the drain).
+        self.separate_rounds = self.group.cfg.mirror_release_on
+
+    def _perform(self, action):
+        if action != TICK:
+            return super()._perform(action)
+        if not self.separate_rounds:
+            return self.group.check_events()
+        for name in ROUNDS:
+            self.group.apply(name)
+            self.settle()
+
+    def apply(self, action) -> None:
+        super().apply(action)
+        if action == TICK:
+            self._action = None  # counters are checked per spec action; a tick is three
+        self.settle()
+
+    def settle(self) -> None:
+        """Wait for every storage thread's work, then let each rank pick up its results."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        for rank in self.group.ranks:
+            for worker in (rank.backup_worker, rank.prefetch_worker):
+                while worker is not None and worker.outstanding():
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"rank {rank.rank}: storage worker still busy after {SETTLE_TIMEOUT} s")
+                    time.sleep(0.0005)
+            rank.pending()  # polls the finished storage operations
+
+    def flush(self) -> None:
+        self._action = None
+        try:
+            self.group.flush(timeout=SETTLE_TIMEOUT)
+        except ReplicaDivergenceError as exc:  # a sync round found the replicas diverged, as in apply
+            self.halted = str(exc) or "flush"
+        except CollectiveError:
+            self.hung = "flush"
+
+
+
+def _compare(driver, want, step: str) -> list:
+    got = driver.state()
+    out = []
+    if observable(got) != observable(want):
+        out = [f"{step}: {line}" for line in describe_difference(driver.model, observable(want), observable(got))]
+    return out + [f"{step}: {line}" for line in driver.verify()]
+
+
+def walk(cfg, seed: int, steps: int, variants=frozenset()) -> list:
+    """One seeded walk in auto mode; the disagreements found ([] when none)."""
+    rng = random.Random(seed)
+    driver = AutoDriver(cfg, variants)
+    model = driver.model
+    try:
+        s = model.init_states()[0]
+        problems = _compare(driver, s, "initial state")
+        for i in range(steps):
+            if problems or s.hung or s.halted:
+                return problems  # a stopped group has no successors (and nothing to flush)
+            moves = [a for a in model.actions(s) if a.name not in COMPLETIONS + ROUNDS]
+            moves.append(TICK)
+            a = rng.choice(moves)
+            s = settle(model, tick(model, s, driver.separate_rounds) if a == TICK else model.next_state(s, a))
+            driver.apply(a)
+            problems = _compare(driver, s, f"step {i + 1} ({a.name} {dict(a.params)})")
+        if problems or s.hung or s.halted:
+            return problems
+        # flush: scheduler iterations (at least one) until nothing is in flight. Under
+        # mirror release the group's flush (check_events) plans differently (above): ticks.
+        for k in range(64):
+            if k and not busy(s):
+                break
+            s = settle(model, tick(model, s, driver.separate_rounds))
+            if driver.separate_rounds:
+                driver.apply(TICK)
+        if not driver.separate_rounds:
+            try:
+                driver.flush()
+            except Exception as exc:  # noqa: BLE001 -- the spec flushes cleanly: any failure disagrees
+                return [f"flush: {type(exc).__name__}: {exc}"]
+        return _compare(driver, s, "flush")
+    finally:
+        driver.close()

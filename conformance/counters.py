@@ -1,0 +1,144 @@
+"""What a rank's counters must have counted in one step, from the spec states around it.
+
+The spec has no counters, but every counter the reference implementation keeps counts a
+change of spec state: pages whose device copy went away (evicted), whose host copy began
+(written), went away (host eviction, duplicate reclaim, mirror release), or that started
+loading; storage acks drained, failed backup pages, prefetched pages. So the refinement
+mapping extends to counters: per rank, each step's increment is a function of the spec
+state before and after the step and of the action. Counters are in tokens (pages times
+the model's page size) except the plain counts named in ``PAGE_COUNTS``.
+
+The names are the reference implementation's (tiercheck.impl.hicache.metrics); a
+counter not reported counts as 0, as the reference reports only counters it incremented.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tiercheck.impl.hicache.metrics import (BACKUPED, DEVICE_EVICTED, DUP_RECLAIMED, HOST_EVICTED, HOST_WRITE,
+                                             LOAD_BACK, MIRROR_RELEASED, PLAN_MISMATCH, PREFETCH_COMPLETED,
+                                             PREFETCHED, STORAGE_FAILED_PAGES)
+from tiercheck.spec.state import RankState, State
+from tiercheck.spec.storage_path import SKIP
+
+CHECKED = (HOST_WRITE, LOAD_BACK, DEVICE_EVICTED, HOST_EVICTED, MIRROR_RELEASED, DUP_RECLAIMED, PLAN_MISMATCH,
+           STORAGE_FAILED_PAGES, BACKUPED, PREFETCHED, PREFETCH_COMPLETED)
+PAGE_COUNTS = (PLAN_MISMATCH, STORAGE_FAILED_PAGES)  # not scaled by the page size
+
+DEV_ABSENT, DEV_RESIDENT, DEV_LOADING = 0, 1, 2
+HOST_ABSENT, HOST_WRITING, HOST_RESIDENT = 0, 1, 2
+
+
+def _page_state(rs: RankState, p: int):
+    """(device state, host state, node released, cached) of page ``p``."""
+    end = rs.owner[p]
+    if end < 0:
+        return DEV_ABSENT, HOST_ABSENT, False, False
+    n = rs.nodes[end]
+    return n.dev, n.host, n.rel, True
+
+
+def rank_increments(model, before: RankState, after: RankState, action, rank: int, ranks) -> Counter:
+    """Per counter, the increment one step ``action`` makes on one rank (in pages, or
+    plain counts); ``ranks``: every rank's (before, after), for the agreed (MIN) values."""
+    out = Counter()
+    for p in range(model.pages.count):
+        d0, h0, _r0, in0 = _page_state(before, p)
+        d1, h1, r1, in1 = _page_state(after, p)
+        if h0 == HOST_ABSENT and h1 != HOST_ABSENT and DEV_RESIDENT in (d0, d1):
+            out[HOST_WRITE] += 1  # a D->H copy (an insert's or a write-back eviction's); not a prefetch
+        if d0 == DEV_RESIDENT and d1 == DEV_ABSENT:
+            out[DEVICE_EVICTED] += 1
+        if d0 == DEV_ABSENT and d1 == DEV_LOADING:
+            out[LOAD_BACK] += 1
+        if h0 == HOST_RESIDENT and h1 == HOST_ABSENT:
+            if in1 and r1:
+                out[MIRROR_RELEASED] += 1  # the node stays, released
+            elif in1 and d1 != DEV_ABSENT:
+                out[DUP_RECLAIMED] += 1  # the device copy stays: a duplicate reclaimed
+            else:
+                out[HOST_EVICTED] += 1  # the node left the tree (host leaf, pruned subtree)
+        if action.name == "check_prefetch_progress" and not in0 and in1:
+            out[PREFETCHED] += 1
+    if after.mismatch == before.mismatch + 1:
+        out[PLAN_MISMATCH] += 1
+    if action.name == "drain_storage_control_queues":
+        drained = len(before.sq) - len(after.sq)
+        out[BACKUPED] += sum(a.reported for a in before.sdone[:drained] if a.reported != SKIP)
+    if action.name == "storage_backup_done" and dict(action.params).get("rank") == rank:
+        k = len(before.sdone)
+        if len(after.sdone) == k + 1 and after.sdone[k].reported != SKIP:
+            first, last = before.sq[k]
+            out[STORAGE_FAILED_PAGES] += len(model.pages.chain(first, last)) - after.sdone[k].reported
+    if action.name == "check_prefetch_progress" and len(after.pq) < len(before.pq):
+        i = dict(action.params)["op"]
+        out[PREFETCH_COMPLETED] += min(max(b.pdone[i], 0) for b, _a in ranks)
+    return out
+
+
+def increments(model, before: State, after: State, action) -> list:
+    """Per rank, counter name -> the increment in the implementation's units."""
+    ps = model.cfg.page_size
+    pairs = list(zip(before.ranks, after.ranks))
+    out = []
+    for r, (b, a) in enumerate(pairs):
+        inc = rank_increments(model, b, a, action, r, pairs)
+        out.append({k: v if k in PAGE_COUNTS else v * ps for k, v in inc.items()})
+    return out
+
+
+def problems(model, before: State, after: State, action, was: list, now: list) -> list:
+    """Lines for every checked counter whose increment over the step disagrees with the
+    spec's state change (``was`` / ``now``: per rank, the counters before and after)."""
+    out = []
+    for r, want in enumerate(increments(model, before, after, action)):
+        for key in CHECKED:  # a counter never incremented is not reported: 0
+            got = now[r].get(key, 0) - was[r].get(key, 0)
+            if got != want.get(key, 0):
+                out.append(f"rank {r}: counter {key} went up by {got} in {action}, the spec's state change "
+                           f"says {want.get(key, 0)}")
+    return out
+
+
+def _per_rank_returns(model, before: State, after: State, action) -> list:
+    """Per rank, what the step's call returns on that rank according to the spec (None:
+    not checked): the driver API's documented results (impl/hicache/group.py)."""
+    pairs = list(zip(before.ranks, after.ranks))
+    name = action.name
+    out = []
+    for b, a in pairs:
+        if name in ("insert", "evict", "load_back"):
+            moved = 0
+            for p in range(model.pages.count):
+                d0, _h0, _r0, _in0 = _page_state(b, p)
+                d1, _h1, _r1, _in1 = _page_state(a, p)
+                moved += {"insert": d0 != DEV_RESIDENT and d1 == DEV_RESIDENT,
+                          "evict": d0 == DEV_RESIDENT and d1 == DEV_ABSENT,
+                          "load_back": d0 == DEV_ABSENT and d1 == DEV_LOADING}[name]
+            out.append(moved)  # pages new to the device / freed on it / submitted for loading
+        elif name == "writing_check":
+            out.append(len(b.wq) - len(a.wq) if len(a.wq) <= len(b.wq) else None)
+        elif name == "loading_check":
+            out.append(len(b.lq) - len(a.lq))
+        elif name == "drain_storage_control_queues":
+            out.append((len(b.sq) - len(a.sq), len(b.relq) - len(a.relq)))
+        else:
+            out.append(None)
+    return out
+
+
+def returned_problems(model, before: State, after: State, action, got) -> list:
+    """Lines for every rank whose return value of a replicated or sync step disagrees with
+    the spec's state change (``got``: the group's per-rank results)."""
+    if not isinstance(got, (list, tuple)) or len(got) != len(before.ranks):
+        return []
+    out = []
+    for r, (want, value) in enumerate(zip(_per_rank_returns(model, before, after, action), got)):
+        if want is not None and _plain(value) != want:
+            out.append(f"rank {r}: {action} returned {value!r}, the spec's state change says {want!r}")
+    return out
+
+
+def _plain(value):
+    return tuple(value) if isinstance(value, list) else value
