@@ -15,7 +15,7 @@ import importlib.resources
 from typing import Dict, List, Optional, Tuple
 
 from tiercheck.errors import UserError
-from tiercheck.spec.config import CONSTANTS, build_pages, changed
+from tiercheck.spec.config import CONSTANTS, UNMODELLED, build_pages, changed
 from tiercheck.spec.properties import BY_NAME
 from tiercheck.spec.variants import VARIANTS
 
@@ -34,16 +34,6 @@ ORDER = [x for c in CONSTANTS.values() if c.twin
          for x in ((c.twin, "PagePaths") if c.name == "requests" else (c.twin,))]
 
 
-# Values of twin constants that the twin does not model yet (spec features newer than
-# it): (when refused, the option as the error names it, why, the spec actions it enables).
-TWINLESS_VALUES = (
-    (lambda c: c.prefetch_stop == "timeout", 'prefetch_stop = "timeout"',
-     "no prefetch_timeout operator", ("prefetch_timeout",)),
-    (lambda c: c.cp_planner and c.victim_order == "lru", 'victim_order = "lru" with cp_planner',
-     "the twin's planner breaks ties by end page", ()),
-)
-
-
 def refuse_options(cfg, where: str = "model") -> None:
     """UserError when ``cfg`` sets a field or a bug variant the TLA+ twin does not model
     (spec/config.py ``twin``, spec/variants.py ``twin``): the twin models the seeds'
@@ -52,9 +42,9 @@ def refuse_options(cfg, where: str = "model") -> None:
     for v in sorted(cfg.variants):
         if not VARIANTS[v].twin:
             raise UserError(f"{where}: variant {v} is not in the TLA+ twin (tla/HiCache.tla does not model it)")
-    for refused, option, why, _ in TWINLESS_VALUES:
-        if refused(cfg):
-            raise UserError(f"{where}: option {option} is not in the TLA+ twin (tla/HiCache.tla: {why})")
+    for u in UNMODELLED:
+        if u.twin and u.applies(cfg):
+            raise UserError(f"{where}: option {u.option} is not in the TLA+ twin (tla/HiCache.tla: {u.twin})")
     for name in changed(cfg, lambda c: not c.twin):
         value, default = getattr(cfg, name), CONSTANTS[name].default
         raise UserError(

@@ -9,7 +9,7 @@ line rather than checked against the wrong transition relation.
 from __future__ import annotations
 
 from ..errors import UserError
-from ..spec.config import CONSTANTS, changed
+from ..spec.config import CONSTANTS, UNMODELLED, changed
 from ..spec.properties import BY_NAME as PROPERTIES
 from ..spec.variants import LIVENESS_ONLY as _LIVENESS, OUT_OF_SCOPE, VARIANTS
 
@@ -25,16 +25,6 @@ LIVENESS_ONLY = {
 }
 
 
-# Values of encoded fields that the encoding does not model (spec features newer than it):
-# (when refused, the option as the error names it, why, the spec actions only it enables:
-# proofs/encode/actions.py encodes those as never enabled).
-OUT_OF_SCOPE_VALUES = (
-    (lambda c: c.prefetch_stop == "timeout", 'prefetch_stop = "timeout"',
-     "the encoding's vote has best_effort and wait_complete only, and no prefetch_timeout step",
-     ("prefetch_timeout",)),
-)
-
-
 def options_set(cfg) -> list:
     return changed(cfg, lambda c: not c.proofs)
 
@@ -43,9 +33,9 @@ def refuse_out_of_scope(cfg) -> None:
     opts = options_set(cfg)
     if opts:
         raise UserError(f"the z3 encoding covers the seeds' protocol only; option(s) {', '.join(opts)} are out of scope")
-    for refused, option, why, _ in OUT_OF_SCOPE_VALUES:
-        if refused(cfg):
-            raise UserError(f"the z3 encoding covers the seeds' protocol only; option {option} is out of scope ({why})")
+    for u in UNMODELLED:
+        if u.proofs and u.applies(cfg):
+            raise UserError(f"the z3 encoding covers the seeds' protocol only; option {u.option} is out of scope ({u.proofs})")
     for v in sorted(cfg.variants):
         if v in OUT_OF_SCOPE_VARIANTS:
             raise UserError(f"variant {v!r} is out of scope for the z3 encoding: {OUT_OF_SCOPE_VARIANTS[v]}")

@@ -16,9 +16,8 @@ from __future__ import annotations
 from typing import Callable, Dict, List, NamedTuple
 
 from ...spec.action import REPLICATED
-from ...spec.config import CONSTANTS
+from ...spec.config import CONSTANTS, UNMODELLED
 from ...spec.model import ACTIONS
-from ..scope import OUT_OF_SCOPE_VALUES
 from ..sym import and_, eq, not_
 from . import cp_planner, eviction, load_path, prefetch, storage_path, write_path
 from .sync import round_due
@@ -27,8 +26,8 @@ MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (cp_planner, eviction, load_
                                                       write_path)}
 # Actions of a refused option that another, modelled key also enables (their guard says so).
 ALSO_ENABLED = {"local_access": "victim_order"}
-# Actions only a refused value of a modelled key enables (proofs.scope).
-VALUE_REFUSED = {name for *_, names in OUT_OF_SCOPE_VALUES for name in names}
+# Actions only a setting the proofs refuse enables (spec/config.py UNMODELLED).
+VALUE_REFUSED = {name for u in UNMODELLED if u.proofs for name in u.actions}
 
 
 class ActionEnc(NamedTuple):
