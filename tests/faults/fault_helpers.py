@@ -23,6 +23,9 @@ def start(argv, cwd) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # a shell's background job inherits SIGINT ignored, and Python keeps it ignored:
+        # give the run the default disposition, as an interactive Ctrl-C would find it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
