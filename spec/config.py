@@ -122,6 +122,13 @@ class Config:
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
                                    "(lock_request / unlock_request)", twin="RequestLocks", symmetry=False,
                                    proofs=False)
+    # Eviction the scheduler's steps do by themselves (seed 004's evict(num_tokens), LRU
+    # by victim order) instead of separate evict steps (spec/eviction.py evict_lru).
+    insert_evicts: bool = constant(False, "an insert without device room first evicts leaves by victim order "
+                                   "(the scheduler's evict(num_tokens))", symmetry=False, proofs=False)
+    load_back_evicts: bool = constant(False, "a load_back without device room first evicts leaves by victim "
+                                      "order (HiRadixCache.load_back's retry with eviction)", symmetry=False,
+                                      proofs=False)
 
     def pages_of(self, req) -> int:
         """Whole pages of a request (what insert caches)."""
@@ -191,6 +198,10 @@ UNMODELLED = (
                actions=("prefetch_timeout",)),
     Unmodelled(lambda c: c.cp_planner and c.victim_order == "lru", 'victim_order = "lru" with cp_planner',
                twin="the twin's planner breaks ties by end page", proofs=""),
+    Unmodelled(lambda c: c.insert_evicts, "insert_evicts",
+               twin="its Insert needs free device pages", proofs="the encoding's insert needs free device pages"),
+    Unmodelled(lambda c: c.load_back_evicts, "load_back_evicts",
+               twin="its LoadBack needs free device pages", proofs="the encoding's load_back needs free device pages"),
 )
 
 

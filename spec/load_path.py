@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .action import act
 from .cp_planner import evict_victims, lane_deficits, plan_victims
+from .eviction import make_room
 from .state import (
     ABSENT,
     HOST_RESIDENT,
@@ -40,6 +41,7 @@ def load_back_params(m, s):
 
 def load_back_guard(m, s, a):
     e = a["node"]
+    short = False
     for rs in s.ranks:
         n = rs.nodes[e]
         if n is None or n.dev != ABSENT:
@@ -52,12 +54,15 @@ def load_back_guard(m, s, a):
             return False  # too short to be worth a copy: the request recomputes it
         deficits = lane_deficits(m, rs, _chain_pages(m, rs, chain))
         if any(deficits):
-            if not m.cfg.cp_planner:
+            if m.cfg.cp_planner:
+                if not plan_victims(m, rs, deficits, set(path_to_root(m.pages, rs, e))):
+                    return False
+            elif m.cfg.load_back_evicts:
+                short = True
+            else:
                 return False  # the scheduler evicts first (separate evict steps)
-            path = set(path_to_root(m.pages, rs, e))
-            if not plan_victims(m, rs, deficits, path):
-                return False
-    return True
+    # load_back_evicts: a step when its own eviction or the load changes something.
+    return load_back(m, s, a) != s if short else True
 
 
 def _chain_pages(m, rs, chain):
@@ -72,11 +77,17 @@ def load_back(m, s, a):
     cfg = m.cfg
     mark = cfg.write_back or not cfg.lbp_write_back_only
     ranks = []
-    for rs in s.ranks:
+    before = s.ranks
+    if cfg.load_back_evicts and not cfg.cp_planner:
+        before = _make_room(m, s.ranks, e)
+    for rs in before:
         chain = nodes_to_load(m, rs, e)
         total = sum(node_len(m.pages, rs, x) for x in chain)
         deficits = lane_deficits(m, rs, _chain_pages(m, rs, chain))
         if any(deficits):
+            if not cfg.cp_planner:
+                ranks.append(rs)  # still no room after load_back_evicts' eviction: returns 0
+                continue
             path = set(path_to_root(m.pages, rs, e))
             rs = evict_victims(m, rs, plan_victims(m, rs, deficits, path))
         for x in chain:
@@ -87,6 +98,16 @@ def load_back(m, s, a):
         rs = slots.take(m, rs, "d", [p for x in chain for p in m.pages.chain(rs.nodes[x].start, x)])
         ranks.append(rs)
     return s._replace(ranks=tuple(ranks))
+
+
+def _make_room(m, ranks, e):
+    """load_back_evicts (HiRadixCache.load_back's retry: evict, then load again): every
+    rank whose device pool lacks the chain's pages evicts by victim order while the node
+    being loaded and its path are locked."""
+    needs = [sum(node_len(m.pages, rs, x) for x in nodes_to_load(m, rs, e)) for rs in ranks]
+    if all(n <= rs.dev_free for n, rs in zip(needs, ranks)):
+        return ranks
+    return tuple(make_room(m, ranks, needs, [e] * len(ranks)))
 
 
 def load_dma_done_params(m, s):

@@ -317,6 +317,22 @@ VARIANTS = {
             proof_unbounded_only=True,
             catalogue=False,
         ),
+        Variant(
+            "lru-evicts-locked-parent",
+            "seed 004 HiRadixCache.evict (after a victim, its parent is pushed onto the heap "
+            "once every child is evicted; the pop skips it only by its lock_ref > 0 check)",
+            "the scheduler's LRU eviction (an insert or a load_back without room) pops a "
+            "locked parent after its last device child: a node whose D->H copy is in "
+            "flight, a request's matched prefix or a load's ancestors lose their device copy",
+            "evict_lru: a parent pushed after its last device child is evicted without the "
+            "lock check",
+            "locked_never_evicted",
+            action="insert",
+            proof="out of scope: the z3 encoding has no insert_evicts / load_back_evicts (its insert and "
+                  "load_back need free device pages)",
+            twin=False,
+            catalogue=False,
+        ),
     ]
 }
 

@@ -36,6 +36,7 @@ VARIANT_NAMES = frozenset(
         "terminated-half-dropped",
         "timeout-local-vote",
         "revoke-frees-in-flight",
+        "lru-evicts-locked-parent",
     }
 ) | PLANNER_VARIANTS  # the CP load-back planner's (planner-local-tiebreak), bound in cp_load.py
 
