@@ -198,10 +198,6 @@ UNMODELLED = (
                actions=("prefetch_timeout",)),
     Unmodelled(lambda c: c.cp_planner and c.victim_order == "lru", 'victim_order = "lru" with cp_planner',
                twin="the twin's planner breaks ties by end page", proofs=""),
-    Unmodelled(lambda c: c.insert_evicts, "insert_evicts",
-               twin="its Insert needs free device pages", proofs="the encoding's insert needs free device pages"),
-    Unmodelled(lambda c: c.load_back_evicts, "load_back_evicts",
-               twin="its LoadBack needs free device pages", proofs="the encoding's load_back needs free device pages"),
 )
 
 
