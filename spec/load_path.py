@@ -100,6 +100,14 @@ def load_back(m, s, a):
     return s._replace(ranks=tuple(ranks))
 
 
+def held_while_evicting(m, rs, e) -> frozenset:
+    """load_back_evicts: the nodes a load_back of ``e`` holds locked while it evicts on
+    this rank (``e``'s path), empty when the chain fits."""
+    if rs.nodes[e] is None or sum(node_len(m.pages, rs, x) for x in nodes_to_load(m, rs, e)) <= rs.dev_free:
+        return frozenset()
+    return frozenset(path_to_root(m.pages, rs, e))
+
+
 def _make_room(m, ranks, e):
     """load_back_evicts (HiRadixCache.load_back's retry: evict, then load again): every
     rank whose device pool lacks the chain's pages evicts by victim order while the node

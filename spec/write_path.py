@@ -17,6 +17,7 @@ from .state import (
     all_durable,
     node_len,
     nodes_covering,
+    path_to_root,
 )
 from . import slots
 from .sync import digest_round, tracks_digest
@@ -214,6 +215,15 @@ def _lanes_fit(m, rs, req) -> bool:
     taken = [p for p in m.pages.request_pages[req]
              if rs.owner[p] < 0 or rs.nodes[rs.owner[p]].dev == ABSENT]
     return lanes_fit(m, rs, taken)
+
+
+def held_while_evicting(m, rs, req) -> frozenset:
+    """insert_evicts: the nodes an insert of ``req`` holds locked while it evicts on this
+    rank (its walk's last node and that node's path), empty when it has room."""
+    if insert_device_need(m, rs, req) <= rs.dev_free:
+        return frozenset()
+    ends = [end for end, _k, _at in _walk(m, rs, req)]
+    return frozenset(path_to_root(m.pages, rs, ends[-1])) if ends else frozenset()
 
 
 def insert(m, s, a):

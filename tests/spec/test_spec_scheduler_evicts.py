@@ -67,3 +67,21 @@ def test_lru_evicts_locked_parent_takes_a_node_under_its_write():
     m = model(variants={"lru-evicts-locked-parent"}, **kw)
     t = run(m, *steps)
     assert t.ranks[0].nodes[page(m, 1)] is None and t.ranks[0].wq  # its D->H copy is still queued
+
+
+def test_release_safety_judges_a_reclaim_inside_the_insert_with_its_hold():
+    """write_back + duplicate reclaim: insert(1/2) holds 1 while its eviction stages 4, whose
+    host allocation reclaims 1's duplicate host copy. 1 was an evictable leaf before the step
+    and 1/2 a duplicate after it, but inside the step 1 was locked and 1/2 evicted: the
+    reclaim obeyed the two passes (the checker's trace on this model, 7 steps)."""
+    from tiercheck.spec.properties import release_safety
+
+    m = model(requests=((1, 2), (1, 3), (4,)), device_pages=2, host_pages=3, policy="write_back",
+              duplicate_reclaim=True, storage=True, insert_evicts=True)
+    s = run(m, ("insert", {"req": 0}), ("evict", {"node": page(m, 1, 2)}), ("insert", {"req": 1}),
+            ("insert", {"req": 2}), ("storage_backup_done", {"rank": 0, "pages": 2}),
+            ("drain_storage_control_queues", {}))
+    a = act("insert", req=0)
+    t = run(m, a, state=s)
+    assert node(m, t, 1).host == ABSENT and node(m, t, 1).dev == RESIDENT  # reclaimed inside the step
+    assert release_safety(m, s, a, t) is None
