@@ -72,30 +72,39 @@ def _chain_pages(m, rs, chain):
 def load_back(m, s, a):
     """load_back(node): lock the path, take device slots, submit one H->D copy for the
     whole evicted chain ("all or nothing"), mark its nodes load_back_pending. With the CP
-    planner, each rank first plans and evicts the victims that make room."""
+    planner, each rank first plans and evicts the victims that make room; with
+    load_back_evicts, a rank without room evicts by victim order first. The chain, its
+    pages and host copies are taken before that eviction (the seed's ``host_indices``)."""
     e = a["node"]
     cfg = m.cfg
     mark = cfg.write_back or not cfg.lbp_write_back_only
     ranks = []
-    before = s.ranks
+    after = s.ranks
     if cfg.load_back_evicts and not cfg.cp_planner:
-        before = _make_room(m, s.ranks, e)
-    for rs in before:
-        chain = nodes_to_load(m, rs, e)
-        total = sum(node_len(m.pages, rs, x) for x in chain)
-        deficits = lane_deficits(m, rs, _chain_pages(m, rs, chain))
+        after = _make_room(m, s.ranks, e)
+    for was, rs in zip(s.ranks, after):
+        chain = nodes_to_load(m, was, e)
+        pages = _chain_pages(m, was, chain)
+        deficits = lane_deficits(m, rs, pages)
         if any(deficits):
             if not cfg.cp_planner:
                 ranks.append(rs)  # still no room after load_back_evicts' eviction: returns 0
                 continue
             path = set(path_to_root(m.pages, rs, e))
             rs = evict_victims(m, rs, plan_victims(m, rs, deficits, path))
-        for x in chain:
+        # load-back-evicts-chain-unlocked: the eviction may have taken chain nodes; the
+        # load goes on with what it took before (detached nodes, freed host copies), and
+        # locks what is left of the node's path.
+        kept = [x for x in chain if rs.nodes[x] is not None]
+        for x in kept:
             rs = update_node(rs, x, dev=LOADING, lbp=mark)
-        rs = touch(m, lock_path(m, rs, e, +1), chain)
-        first = rs.nodes[chain[0]].start
-        rs = rs._replace(dev_free=rs.dev_free - total, lq=rs.lq + ((first, e),))
-        rs = slots.take(m, rs, "d", [p for x in chain for p in m.pages.chain(rs.nodes[x].start, x)])
+        for x in path_to_root(m.pages, was, e):
+            if rs.nodes[x] is not None:
+                rs = update_node(rs, x, lock=rs.nodes[x].lock + 1)
+        rs = touch(m, rs, kept)
+        first = was.nodes[chain[0]].start
+        rs = rs._replace(dev_free=rs.dev_free - len(pages), lq=rs.lq + ((first, e),))
+        rs = slots.take(m, rs, "d", pages)
         ranks.append(rs)
     return s._replace(ranks=tuple(ranks))
 
@@ -115,7 +124,11 @@ def _make_room(m, ranks, e):
     needs = [sum(node_len(m.pages, rs, x) for x in nodes_to_load(m, rs, e)) for rs in ranks]
     if all(n <= rs.dev_free for n, rs in zip(needs, ranks)):
         return ranks
-    return tuple(make_room(m, ranks, needs, [e] * len(ranks)))
+    hold = [e] * len(ranks)
+    if m.cfg.has("load-back-evicts-chain-unlocked"):
+        # the seed's inc_lock_ref(ancester_node): the first resident ancestor, not the chain
+        hold = [parent_node(m.pages, rs, nodes_to_load(m, rs, e)[0]) for rs in ranks]
+    return tuple(make_room(m, ranks, needs, hold))
 
 
 def load_dma_done_params(m, s):

@@ -333,6 +333,23 @@ VARIANTS = {
             twin=False,
             catalogue=False,
         ),
+        Variant(
+            "load-back-evicts-chain-unlocked",
+            "seed 004 HiRadixCache.load_back (non-CP: inc_lock_ref(ancester_node) protects the first "
+            "resident ancestor only, host_indices are taken, then evict(num_tokens=len(host_indices)) "
+            "when the device pool lacks room)",
+            "under write_back, the eviction stages its victims to host, and the host allocation's "
+            "evict_host takes the node being loaded (an unlocked host leaf): the load reads freed host "
+            "slots into device slots no node owns, and the ancestors stay locked",
+            "load_back: its own eviction (load_back_evicts) holds the first resident ancestor, not the "
+            "node being loaded",
+            "no_use_after_free",
+            action="load_back",
+            proof="out of scope: the z3 encoding has no load_back_evicts (its load_back needs free device "
+                  "pages)",
+            twin=False,
+            catalogue=False,
+        ),
     ]
 }
 

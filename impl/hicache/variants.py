@@ -37,6 +37,7 @@ VARIANT_NAMES = frozenset(
         "timeout-local-vote",
         "revoke-frees-in-flight",
         "lru-evicts-locked-parent",
+        "load-back-evicts-chain-unlocked",
     }
 ) | PLANNER_VARIANTS  # the CP load-back planner's (planner-local-tiebreak), bound in cp_load.py
 

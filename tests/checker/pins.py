@@ -75,6 +75,7 @@ EXPECTED = {
     "variants/failed-batch-acked": (15636, {"durable_only_when_acked"}),
     "variants/host-starvation": (463, {"host_channel", "host_channel_fair"}),
     "variants/lru-local-clock": (3001, {"rank_agreement"}),
+    "variants/load-back-evicts-chain-unlocked": (52, {"no_use_after_free", "slot_conservation"}),
     "variants/lru-evicts-locked-parent": (57, {"counter_sanity", "locked_never_evicted", "no_use_after_free",
                                                "slot_conservation"}),
     "variants/negated-pair-overflow": (11347, {"eviction_progress", "rank_agreement", "slot_conservation"}),
