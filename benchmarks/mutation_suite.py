@@ -26,6 +26,8 @@ the unmutated code, which passes, so the verdict is the whole suite's. No unit: 
     python benchmarks/mutation_suite.py [--examples N] [--seeds K] [--budget SECONDS] [--tours-only]
     python benchmarks/mutation_suite.py --map MAP.json     # once, on the unmutated code
     python benchmarks/mutation_suite.py --select MAP.json  # per mutant
+    python benchmarks/mutation_suite.py --map PART.json --unit 'feature wt-evicts-1r'  # a part
+    python benchmarks/mutation_suite.py --reached PART.json impl/hicache/eviction.py  # its lines
 """
 
 from __future__ import annotations
@@ -106,8 +108,9 @@ def campaign_units(examples: int, seeds: int):
 
 
 # Shipped feature models outside the default set: the bounded, age-gated durable LRU, CP
-# load-back over two lanes, prefetch that waits for every rank's read.
-FEATURE_MODELS = ("wt-durable-lru-1r", "cp-planner-lanes-2r", "wt-prefetch-wait-2r")
+# load-back over two lanes, prefetch that waits for every rank's read, the scheduler's own
+# LRU eviction inside insert and load_back (insert_evicts, load_back_evicts).
+FEATURE_MODELS = ("wt-durable-lru-1r", "cp-planner-lanes-2r", "wt-prefetch-wait-2r", "wt-evicts-1r", "wb-evicts-2r")
 
 
 def feature_units(examples: int):
@@ -183,7 +186,18 @@ def units(args):
     if not args.tours_only:
         out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
         out += auto_units(args.walks) + feature_units(args.examples) + variant_units()
-    return out + tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES)
+    out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES)
+    if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
+        out = [(name, run) for name, run in out if any(u in name for u in args.unit)]
+    return out
+
+
+def reached(doc, rel: str) -> list:
+    """Lines of file ``rel`` that some unit of map ``doc`` executes (imports included)."""
+    lines = set(doc["import"].get(rel, ()))
+    for u in doc["units"]:
+        lines.update(u["lines"].get(rel, ()))
+    return sorted(lines)
 
 
 # -- test selection ------------------------------------------------------------------------
@@ -314,7 +328,18 @@ def main(argv=None) -> int:
     ap.add_argument("--tours-only", action="store_true")
     ap.add_argument("--map", type=Path, help="write the per-unit line map of the unmutated code here")
     ap.add_argument("--select", type=Path, help="run only the units of this map that execute a changed line")
+    ap.add_argument("--unit", action="append", default=[], metavar="NAME",
+                    help="only the units whose name contains NAME (repeatable), e.g. 'feature wt-evicts-1r'")
+    ap.add_argument("--reached", nargs=2, metavar=("MAP", "FILE"),
+                    help="print the lines of FILE (e.g. impl/hicache/eviction.py) that the map's units execute")
     args = ap.parse_args(argv)
+    if args.reached:
+        doc = json.loads(Path(args.reached[0]).read_text())
+        if args.reached[1] not in doc["sources"]:
+            print(f"{args.reached[1]}: not a file the map traces ({', '.join(sorted(doc['sources']))})", file=sys.stderr)
+            return 2
+        print(f"{args.reached[1]}: {' '.join(map(str, reached(doc, args.reached[1])))}")
+        return 0
     if args.map:
         return write_map(args.map, args)
     todo = units(args)

@@ -44,8 +44,10 @@ def impl_config(cfg, variants=frozenset(), manual: bool = True) -> HiCacheConfig
         victim_order=cfg.victim_order,
         slot_order="lowest" if cfg.slots else "lifo",  # comparable slot identities
         manual=manual,  # False: copies complete on query, storage threads (conformance.auto_mode)
-        load_back_evicts=False,  # the spec's scheduler evicts with separate evict steps
-        cp_planner=cfg.cp_planner,  # ...unless load_back plans its own victims (seed 004)
+        # The spec's scheduler evicts with separate evict steps, unless load_back evicts
+        # by victim order itself (load_back_evicts) ...
+        load_back_evicts=cfg.load_back_evicts,
+        cp_planner=cfg.cp_planner,  # ...or plans its own victims (seed 004)
         cp_lanes=cfg.cp_lanes,
         durable_capacity=cfg.durable_capacity or None,
         prefetch_stop_policy=cfg.prefetch_stop,

@@ -122,6 +122,13 @@ class Config:
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
                                    "(lock_request / unlock_request)", twin="RequestLocks", symmetry=False,
                                    proofs=False)
+    # Eviction the scheduler's steps do by themselves (seed 004's evict(num_tokens), LRU
+    # by victim order) instead of separate evict steps (spec/eviction.py evict_lru).
+    insert_evicts: bool = constant(False, "an insert without device room first evicts leaves by victim order "
+                                   "(the scheduler's evict(num_tokens))", symmetry=False, proofs=False)
+    load_back_evicts: bool = constant(False, "a load_back without device room first evicts leaves by victim "
+                                      "order (HiRadixCache.load_back's retry with eviction)", symmetry=False,
+                                      proofs=False)
 
     def pages_of(self, req) -> int:
         """Whole pages of a request (what insert caches)."""

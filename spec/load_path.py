@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .action import act
 from .cp_planner import evict_victims, lane_deficits, plan_victims
+from .eviction import make_room
 from .state import (
     ABSENT,
     HOST_RESIDENT,
@@ -40,6 +41,7 @@ def load_back_params(m, s):
 
 def load_back_guard(m, s, a):
     e = a["node"]
+    short = False
     for rs in s.ranks:
         n = rs.nodes[e]
         if n is None or n.dev != ABSENT:
@@ -52,12 +54,15 @@ def load_back_guard(m, s, a):
             return False  # too short to be worth a copy: the request recomputes it
         deficits = lane_deficits(m, rs, _chain_pages(m, rs, chain))
         if any(deficits):
-            if not m.cfg.cp_planner:
+            if m.cfg.cp_planner:
+                if not plan_victims(m, rs, deficits, set(path_to_root(m.pages, rs, e))):
+                    return False
+            elif m.cfg.load_back_evicts:
+                short = True
+            else:
                 return False  # the scheduler evicts first (separate evict steps)
-            path = set(path_to_root(m.pages, rs, e))
-            if not plan_victims(m, rs, deficits, path):
-                return False
-    return True
+    # load_back_evicts: a step when its own eviction or the load changes something.
+    return load_back(m, s, a) != s if short else True
 
 
 def _chain_pages(m, rs, chain):
@@ -67,26 +72,63 @@ def _chain_pages(m, rs, chain):
 def load_back(m, s, a):
     """load_back(node): lock the path, take device slots, submit one H->D copy for the
     whole evicted chain ("all or nothing"), mark its nodes load_back_pending. With the CP
-    planner, each rank first plans and evicts the victims that make room."""
+    planner, each rank first plans and evicts the victims that make room; with
+    load_back_evicts, a rank without room evicts by victim order first. The chain, its
+    pages and host copies are taken before that eviction (the seed's ``host_indices``)."""
     e = a["node"]
     cfg = m.cfg
     mark = cfg.write_back or not cfg.lbp_write_back_only
     ranks = []
-    for rs in s.ranks:
-        chain = nodes_to_load(m, rs, e)
-        total = sum(node_len(m.pages, rs, x) for x in chain)
-        deficits = lane_deficits(m, rs, _chain_pages(m, rs, chain))
+    after = s.ranks
+    if cfg.load_back_evicts and not cfg.cp_planner:
+        after = _make_room(m, s.ranks, e)
+    for was, rs in zip(s.ranks, after):
+        chain = nodes_to_load(m, was, e)
+        pages = _chain_pages(m, was, chain)
+        deficits = lane_deficits(m, rs, pages)
         if any(deficits):
+            if not cfg.cp_planner:
+                ranks.append(rs)  # still no room after load_back_evicts' eviction: returns 0
+                continue
             path = set(path_to_root(m.pages, rs, e))
             rs = evict_victims(m, rs, plan_victims(m, rs, deficits, path))
-        for x in chain:
+        # load-back-evicts-chain-unlocked: the eviction may have taken chain nodes; the
+        # load goes on with what it took before (detached nodes, freed host copies), and
+        # locks what is left of the node's path.
+        kept = [x for x in chain if rs.nodes[x] is not None]
+        for x in kept:
             rs = update_node(rs, x, dev=LOADING, lbp=mark)
-        rs = touch(m, lock_path(m, rs, e, +1), chain)
-        first = rs.nodes[chain[0]].start
-        rs = rs._replace(dev_free=rs.dev_free - total, lq=rs.lq + ((first, e),))
-        rs = slots.take(m, rs, "d", [p for x in chain for p in m.pages.chain(rs.nodes[x].start, x)])
+        for x in path_to_root(m.pages, was, e):
+            if rs.nodes[x] is not None:
+                rs = update_node(rs, x, lock=rs.nodes[x].lock + 1)
+        rs = touch(m, rs, kept)
+        first = was.nodes[chain[0]].start
+        rs = rs._replace(dev_free=rs.dev_free - len(pages), lq=rs.lq + ((first, e),))
+        rs = slots.take(m, rs, "d", pages)
         ranks.append(rs)
     return s._replace(ranks=tuple(ranks))
+
+
+def held_while_evicting(m, rs, e) -> frozenset:
+    """load_back_evicts: the nodes a load_back of ``e`` holds locked while it evicts on
+    this rank (``e``'s path), empty when the chain fits."""
+    if rs.nodes[e] is None or sum(node_len(m.pages, rs, x) for x in nodes_to_load(m, rs, e)) <= rs.dev_free:
+        return frozenset()
+    return frozenset(path_to_root(m.pages, rs, e))
+
+
+def _make_room(m, ranks, e):
+    """load_back_evicts (HiRadixCache.load_back's retry: evict, then load again): every
+    rank whose device pool lacks the chain's pages evicts by victim order while the node
+    being loaded and its path are locked."""
+    needs = [sum(node_len(m.pages, rs, x) for x in nodes_to_load(m, rs, e)) for rs in ranks]
+    if all(n <= rs.dev_free for n, rs in zip(needs, ranks)):
+        return ranks
+    hold = [e] * len(ranks)
+    if m.cfg.has("load-back-evicts-chain-unlocked"):
+        # the seed's inc_lock_ref(ancester_node): the first resident ancestor, not the chain
+        hold = [parent_node(m.pages, rs, nodes_to_load(m, rs, e)[0]) for rs in ranks]
+    return tuple(make_room(m, ranks, needs, hold))
 
 
 def load_dma_done_params(m, s):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
+from . import load_path, write_path
 from .host_eviction import can_reclaim_duplicate, host_holders
 from .prefetch import held_during_step
 from .prefetch_end import held_by_prefetches, read_into_freed, tracks_flags
@@ -219,14 +220,24 @@ def release_safety(m, s, a, t) -> Optional[str]:
     held = held_during_step(m, s, a)
     for r, (rs, rt) in enumerate(zip(s.ranks, t.ranks)):
         if rs is not rt:
-            why = _release_ok(m, rs, rt, held)
+            why = _release_ok(m, rs, rt, held, _held_while_evicting(m, rs, a))
             if why:
                 return f"rank {r}: {a} {why}"
     return None
 
 
+def _held_while_evicting(m, rs, a) -> frozenset:
+    """Nodes a step's own eviction runs with locked (insert_evicts, load_back_evicts): no
+    device leaves while it reclaims, whatever they were before and after the step."""
+    if a.name == "insert" and m.cfg.insert_evicts:
+        return write_path.held_while_evicting(m, rs, a["req"])
+    if a.name == "load_back" and m.cfg.load_back_evicts and not m.cfg.cp_planner:
+        return load_path.held_while_evicting(m, rs, a["node"])
+    return frozenset()
+
+
 @per_model
-def _release_ok(m, rs, rt, held: int) -> Optional[str]:
+def _release_ok(m, rs, rt, held: int, locked: frozenset = frozenset()) -> Optional[str]:
     cfg, pages = m.cfg, m.pages
     dropped = [
         e
@@ -254,7 +265,7 @@ def _release_ok(m, rs, rt, held: int) -> Optional[str]:
                 # durable when released: before the step (the drain commits before its
                 # acks' marks, which may evict the entry's from a bounded LRU) or after
                 why = "not every page durable"
-        elif is_device_leaf(pages, rs, e):
+        elif is_device_leaf(pages, rs, e) and e not in locked:
             spared = [
                 d
                 for d in rs.dups

@@ -317,6 +317,39 @@ VARIANTS = {
             proof_unbounded_only=True,
             catalogue=False,
         ),
+        Variant(
+            "lru-evicts-locked-parent",
+            "seed 004 HiRadixCache.evict (after a victim, its parent is pushed onto the heap "
+            "once every child is evicted; the pop skips it only by its lock_ref > 0 check)",
+            "the scheduler's LRU eviction (an insert or a load_back without room) pops a "
+            "locked parent after its last device child: a node whose D->H copy is in "
+            "flight, a request's matched prefix or a load's ancestors lose their device copy",
+            "evict_lru: a parent pushed after its last device child is evicted without the "
+            "lock check",
+            "locked_never_evicted",
+            action="insert",
+            proof="out of scope: the z3 encoding has no insert_evicts / load_back_evicts (its insert and "
+                  "load_back need free device pages)",
+            twin=False,
+            catalogue=False,
+        ),
+        Variant(
+            "load-back-evicts-chain-unlocked",
+            "seed 004 HiRadixCache.load_back (non-CP: inc_lock_ref(ancester_node) protects the first "
+            "resident ancestor only, host_indices are taken, then evict(num_tokens=len(host_indices)) "
+            "when the device pool lacks room)",
+            "under write_back, the eviction stages its victims to host, and the host allocation's "
+            "evict_host takes the node being loaded (an unlocked host leaf): the load reads freed host "
+            "slots into device slots no node owns, and the ancestors stay locked",
+            "load_back: its own eviction (load_back_evicts) holds the first resident ancestor, not the "
+            "node being loaded",
+            "no_use_after_free",
+            action="load_back",
+            proof="out of scope: the z3 encoding has no load_back_evicts (its load_back needs free device "
+                  "pages)",
+            twin=False,
+            catalogue=False,
+        ),
     ]
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .action import act
 from .cp_planner import lanes_fit
 from .durable import fresh
+from .eviction import make_room
 from .memo import per_model
 from .host_eviction import allocate_host
 from .state import (
@@ -16,6 +17,7 @@ from .state import (
     all_durable,
     node_len,
     nodes_covering,
+    path_to_root,
 )
 from . import slots
 from .sync import digest_round, tracks_digest
@@ -183,8 +185,27 @@ def insert_params(m, s):
 
 
 def insert_guard(m, s, a):
-    return all(insert_device_need(m, rs, a["req"]) <= rs.dev_free and _lanes_fit(m, rs, a["req"])
-               for rs in s.ranks)
+    if _fits(m, s.ranks, a["req"]):
+        return True
+    # insert_evicts: an insert that lacks room evicts first; the step is one when that
+    # eviction changes something, even if the insert still does not fit after it.
+    return m.cfg.insert_evicts and _make_room(m, s, a) != s.ranks
+
+
+def _fits(m, ranks, req) -> bool:
+    return all(insert_device_need(m, rs, req) <= rs.dev_free and _lanes_fit(m, rs, req) for rs in ranks)
+
+
+def _make_room(m, s, a):
+    """insert_evicts: the scheduler's evict(num_tokens) before the allocation, on every
+    rank short of device pages, while the request holds the last node its walk reaches
+    (lock_ref on its path). Returns the rank states."""
+    req = a["req"]
+    needs = [insert_device_need(m, rs, req) for rs in s.ranks]
+    if all(n <= rs.dev_free for n, rs in zip(needs, s.ranks)):
+        return s.ranks  # room on the pool (a CP lane may still lack it: no eviction)
+    hold = [([end for end, _k, _at in _walk(m, rs, req)] or [-1])[-1] for rs in s.ranks]
+    return tuple(make_room(m, s.ranks, needs, hold, frozenset(a.get("fail", ()))))
 
 
 def _lanes_fit(m, rs, req) -> bool:
@@ -196,7 +217,20 @@ def _lanes_fit(m, rs, req) -> bool:
     return lanes_fit(m, rs, taken)
 
 
+def held_while_evicting(m, rs, req) -> frozenset:
+    """insert_evicts: the nodes an insert of ``req`` holds locked while it evicts on this
+    rank (its walk's last node and that node's path), empty when it has room."""
+    if insert_device_need(m, rs, req) <= rs.dev_free:
+        return frozenset()
+    ends = [end for end, _k, _at in _walk(m, rs, req)]
+    return frozenset(path_to_root(m.pages, rs, ends[-1])) if ends else frozenset()
+
+
 def insert(m, s, a):
+    if m.cfg.insert_evicts and not _fits(m, s.ranks, a["req"]):
+        s = s._replace(ranks=_make_room(m, s, a))
+        if not _fits(m, s.ranks, a["req"]):
+            return s  # DeviceFullError after the eviction: the request waits
     results = [insert_on_rank(m, rs, a["req"]) for rs in s.ranks]
     ranks = tuple(rs for rs, _ in results)
     wanted = [w for _, w in results]

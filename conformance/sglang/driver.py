@@ -33,6 +33,8 @@ UNSUPPORTED = {
     "cp_planner": "the CP load-back planner is not part of HiCache's UnifiedRadixCache",
     "slots": "slot identities are not read from SGLang's allocators",
     "request_locks": "lock_request / unlock_request are not mapped",
+    "insert_evicts": "the lane's insert is driven only with device room (separate evict steps)",
+    "load_back_evicts": "the lane's load_back is driven only with device room (separate evict steps)",
 }
 
 

@@ -13,9 +13,10 @@ class Eviction:
     # -- queries ----------------------------------------------------------------------------
 
     @staticmethod
-    def is_device_leaf(node: Node) -> bool:
-        """In evictable_leaves: resident, unlocked, and no child holds a device copy."""
-        if node.dev != RESIDENT or node.lock_ref > 0:
+    def is_device_leaf(node: Node, locked_too: bool = False) -> bool:
+        """In evictable_leaves: resident, unlocked, and no child holds a device copy
+        (``locked_too``: whatever its lock)."""
+        if node.dev != RESIDENT or (node.lock_ref > 0 and not locked_too):
             return False
         return all(c.dev == ABSENT for c in node.children.values())
 
@@ -38,19 +39,27 @@ class Eviction:
         want = -(-num_tokens // ps)
         freed = 0
         stuck: set[int] = set()
+        # A victim's parent joins the candidates once no child holds a device copy (the
+        # seed's heap push); the seed pops it only if unlocked. lru-evicts-locked-parent
+        # pops it whatever its lock.
+        pushed: set[int] = set()
         while freed < want:
-            leaves = [n for n in self.tree.nodes() if self.is_device_leaf(n) and id(n) not in stuck]
+            leaves = [n for n in self.tree.nodes() if id(n) not in stuck and (
+                self.is_device_leaf(n) or id(n) in pushed and self.is_device_leaf(n, locked_too=True))]
             if not leaves:
                 break
             victim = min(leaves, key=self._order)
-            got = self._evict_one(victim, False)
+            parent = victim.parent
+            got = self._evict_one(victim, False, forced=not self.is_device_leaf(victim))
             if not got:
                 stuck.add(id(victim))
+            elif self.cfg.has("lru-evicts-locked-parent") and parent is not self.tree.root:
+                pushed.add(id(parent))
             freed += got
         return freed * ps
 
-    def _evict_one(self, node: Node | None, fail: bool) -> int:
-        leaf = node is not None and self.is_device_leaf(node)
+    def _evict_one(self, node: Node | None, fail: bool, forced: bool = False) -> int:
+        leaf = node is not None and self.is_device_leaf(node, locked_too=forced)
         needs = leaf and self.cfg.write_back and node.host == ABSENT
         if not self.cfg.write_back:
             return self._evict_on_rank(node) if leaf else 0

@@ -36,27 +36,31 @@ class LoadPath:
             return 0  # too short to be worth a copy: the request recomputes it
         if evict_if_needed is None:
             evict_if_needed = self.cfg.load_back_evicts
+        # The chain's host copies are taken before any eviction (the seed's host_indices).
+        host = [slot for x in chain for slot in x.host_slots]
         deficits = self.lane_deficits(self.chain_lanes(chain))
         if any(deficits) and self.cfg.cp_planner:
             if not self._cp_make_room(node, deficits):  # seed 004: each rank plans its victims
                 return 0
         elif total > self.device_pool.available() and evict_if_needed:
-            self._lock_path(node, +1)  # the chain and its resident ancestors stay meanwhile
+            # The chain and its resident ancestors stay meanwhile; the seed locks only the
+            # first resident ancestor (load-back-evicts-chain-unlocked).
+            held = chain[0].parent if self.cfg.has("load-back-evicts-chain-unlocked") else node
+            self._lock_path(held, +1)
             try:
                 self.evict((total - self.device_pool.available()) * self.layout.page_size)
             finally:
-                self._lock_path(node, -1)
+                self._lock_path(held, -1)
         if any(self.lane_deficits(self.chain_lanes(chain))):
             return 0
         # All or nothing: one copy for the whole chain.
         dev = self._dev_take(total, "load_back")
-        host, pages, off = [], [], 0
+        pages, off = [], 0
         for x in chain:
             x.dev_slots = dev[off : off + len(x)]
             off += len(x)
             x.dev = LOADING
             x.lbp = True
-            host += x.host_slots
             pages += x.pages
             self.tree.touch(x)
         self._lock_path(node, +1)

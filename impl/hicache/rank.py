@@ -58,7 +58,7 @@ class HiCacheRank(WritePath, Eviction, LoadPath, CpLoadBack, StoragePath, Prefet
             last, pos = node, pos + k
         if last is None:
             return 0
-        self._lock_path(last, +1)
+        self.lock_request(self.tree.path(last), +1)  # inc_lock_ref(last_node)
         self.running[key] = last.end
         return pos
 
@@ -69,7 +69,7 @@ class HiCacheRank(WritePath, Eviction, LoadPath, CpLoadBack, StoragePath, Prefet
             return False
         node = self.tree.node_at(end)
         if node is not None:
-            self._lock_path(node, -1)
+            self.lock_request(self.tree.path(node), -1)  # dec_lock_ref on the node the lock named
         return True
 
     def match_prefix(self, tokens) -> dict:

@@ -36,6 +36,8 @@ VARIANT_NAMES = frozenset(
         "terminated-half-dropped",
         "timeout-local-vote",
         "revoke-frees-in-flight",
+        "lru-evicts-locked-parent",
+        "load-back-evicts-chain-unlocked",
     }
 ) | PLANNER_VARIANTS  # the CP load-back planner's (planner-local-tiebreak), bound in cp_load.py
 

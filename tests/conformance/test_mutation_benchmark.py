@@ -72,6 +72,19 @@ def test_selection_runs_the_units_that_execute_a_changed_line(tmp_path, monkeypa
     assert [n for n, _ in ms.selected(doc, todo)] == ["slow", "fast", "other"]
 
 
+def test_a_part_of_the_suite_and_the_lines_its_map_reaches(tmp_path, capsys):
+    ms = _load("mutation_suite")
+    args = ms.argparse.Namespace(tours_only=True, unit=["tour wt-2r 0"])
+    assert [n for n, _ in ms.units(args)] == ["tour wt-2r 0", "tour wt-2r 0 gloo"]
+    doc = {"import": {"impl/a.py": [1]}, "sources": {"impl/a.py": ""},
+           "units": [{"name": "u", "seconds": 1.0, "lines": {"impl/a.py": [4, 2]}}]}
+    assert ms.reached(doc, "impl/a.py") == [1, 2, 4]
+    (tmp_path / "m.json").write_text(ms.json.dumps(doc))
+    assert ms.main(["--reached", str(tmp_path / "m.json"), "impl/a.py"]) == 0
+    assert capsys.readouterr().out == "impl/a.py: 1 2 4\n"
+    assert ms.main(["--reached", str(tmp_path / "m.json"), "impl/b.py"]) == 2
+
+
 def test_sampled_reach_score_is_reach_times_kill_rate_with_a_wilson_interval(capsys):
     mb = _load("mutation")
     lo, hi = mb.wilson(45, 50)
