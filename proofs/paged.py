@@ -34,6 +34,11 @@ PAGE_FIELDS: Dict[str, object] = {
 }
 # Per-slot state of the device pool (Config ``slots``): the free set, RankState.dfree.
 SLOT_FIELDS: Dict[str, object] = {"dfree": B}
+# Scalars: the rank's fail-closed flag and whether it holds a plan (RankState.closed,
+# plan != ()), written by the drain round only (spec/storage_path.py), and the state's
+# hung/halted codes (proofs/state.py HUNG, HALT_WHERE), written by the sync rounds only;
+# every other step carries them.
+SCALAR_FIELDS: Dict[str, object] = {"closed": B, "planned": B, "hung": I, "halted": I}
 NODE_FIELDS = ("start", "dev", "host", "lock", "href", "hits", "lbp", "rel")
 _ids = itertools.count()
 
@@ -77,24 +82,31 @@ class Paged:
             x = z3.Const(f"x!{uid}", SlotSort)
             facts.append(z3.ForAll([x], fn(x) == self.f[name](x)))
             out[name] = fn
+        for name, sort in SCALAR_FIELDS.items():
+            c = z3.Const(f"{tag}.{name}!{uid}", sort)
+            facts.append(c == self.f[name])
+            out[name] = c
         return Paged(out)
 
 
 def symbolic(name: str) -> Paged:
     fields = {n: z3.Function(f"{name}.{n}", PageSort, s) for n, s in PAGE_FIELDS.items()}
     fields.update({n: z3.Function(f"{name}.{n}", SlotSort, s) for n, s in SLOT_FIELDS.items()})
+    fields.update({n: z3.Const(f"{name}.{n}", s) for n, s in SCALAR_FIELDS.items()})
     return Paged(fields)
 
 
 # --- concrete states (agreement tests, counterexamples) -------------------------------
 
 
-def from_rank(rs, store_mask: int, pages: List, slots: List = ()) -> List:
-    """Facts fixing a symbolic view to a spec RankState over closed page constants
-    (proofs.forest.Forest.closed) and, with slot identities, closed slot constants (one
-    per device slot); returns (view, facts)."""
+def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = "", halted: str = "") -> List:
+    """Facts fixing a symbolic view to a spec RankState (and its State's hung/halted)
+    over closed page constants (proofs.forest.Forest.closed) and, with slot identities,
+    closed slot constants (one per device slot); returns (view, facts)."""
+    from .state import HALT_WHERE, HUNG
+
     v = symbolic(f"conc{next(_ids)}")
-    facts = []
+    facts = [v.closed == rs.closed, v.planned == bool(rs.plan), v.hung == HUNG[hung], v.halted == HALT_WHERE[halted]]
     if rs.dslot:
         facts += [v.dfree(x) == bool(rs.dfree >> i & 1) for i, x in enumerate(slots)]
     for p, c in enumerate(pages):
@@ -138,6 +150,7 @@ def read_rank(model, v: Paged, order) -> dict:
     for name in PAGE_FIELDS:
         out[name] = [pv(getattr(v, name)(x)) for x in order]
     out["dfree"] = [pv(v.dfree(x)) for x in model.get_universe(SlotSort) or []]
+    out["closed"] = pv(v.closed)
     return out
 
 
@@ -158,4 +171,4 @@ def values_to_rank(vals: dict):
     return RankState(owner=owner, nodes=nodes, dev_free=0, host_free=0,
                      durable=sum(1 << p for p in range(k) if vals["durable"][p]),
                      dslot=tuple(vals["dslot"][p] if held[p] else -1 for p in range(k)),
-                     dfree=sum(1 << i for i, f in enumerate(vals["dfree"]) if f))
+                     dfree=sum(1 << i for i, f in enumerate(vals["dfree"]) if f), closed=vals.get("closed") is True)
