@@ -23,7 +23,7 @@ import z3
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
-from .paged import PAGE_FIELDS, SCALAR_FIELDS, SLOT_FIELDS, Paged
+from .paged import PAGE_FIELDS, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
 
 _ids = itertools.count()
 
@@ -373,7 +373,9 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     anc = a["anchor"]
     release = lambda x: z3.And(a["has_anchor"], x == anc, v2.live(x))
     out = v2.set_node(release, href=lambda x: v2.href(x) - 1)
-    return havoc_scalars(out, "check", "hung").named("released", u.facts)  # the vote's hang (not followed)
+    # the vote's hang and the released tail's queue entry (not followed)
+    return havoc_scalars(out, "check", "hung", "relq_n", "relq_sum", "r0_relq_n", "r0_relq_sum").named(
+        "released", u.facts)
 
 
 def disabled(u) -> Dict:
@@ -400,7 +402,9 @@ def initial(u, v: Paged, a) -> Paged:
     """initial_state: nothing cached, no durable marks, an empty store."""
     false = lambda p: z3.BoolVal(False)
     return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True),
-                    closed=z3.BoolVal(False), planned=z3.BoolVal(False), hung=z3.IntVal(0), halted=z3.IntVal(0))
+                    planned=z3.BoolVal(False), plan_wf=z3.BoolVal(True), hung=z3.IntVal(0), halted=z3.IntVal(0),
+                    **{p + n: z3.BoolVal(False) if n == "closed" else z3.IntVal(0)
+                       for p in ("", "r0_") for n in SHARED})
 
 
 def unchanged(u, v: Paged, a) -> Paged:
@@ -425,7 +429,7 @@ def drain_round(u, v: Paged, a) -> Paged:
     out = havoc(v.set_node(released, host=lambda x: z3.IntVal(ABSENT), rel=lambda x: z3.BoolVal(True)),
                 "drain", "href", "durable")
     # the round's plan, fail-close and halt outcome (not followed)
-    out = havoc_scalars(out, "drain", "closed", "planned", "halted")
+    out = havoc_scalars(out, "drain", *(f for f in SCALAR_FIELDS if f != "hung"))
     u.facts.append(forall(lambda p: z3.Implies(out.durable(p), v.cached(p))))
     return out.named("drained", u.facts)
 
@@ -453,8 +457,11 @@ ALL = ("no_ghost", "counter_sanity", "prefix_closed", "slot_ownership", "locked_
        "release_after_consensus", "mismatch_fail_closes", "fail_closed_is_final", "reclaim_digest_checked",
        "durable_only_when_acked",
        # hung/halted: written by the sync rounds only
-       "no_collective_hang", "flags")
-OFF_SYNC = ("release_after_consensus", "mismatch_fail_closes", "fail_closed_is_final", "durable_only_when_acked")
+       "no_collective_hang", "flags",
+       # the plan (the drain round) and the release queue (also check_prefetch_progress)
+       "release_plan", "release_queue", "shared_queues")
+OFF_SYNC = ("release_after_consensus", "mismatch_fail_closes", "fail_closed_is_final", "durable_only_when_acked",
+            "release_plan", "release_queue", "shared_queues")
 SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership", "durable_cached", "locked_never_evicted",
          "release_safety")
 
@@ -463,7 +470,7 @@ SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed
 # fetched pages, counter_sanity its protection still held: prefetch_queue and
 # href_accounting, both about queue contents (bounded)
 PREFETCH_CHECK = tuple(t for t in ALL if t not in ("tree_closed", "tree_paths", "counter_sanity", "prefix_closed",
-                                                  "no_collective_hang", "flags"))
+                                                  "no_collective_hang", "flags", "release_queue", "shared_queues"))
 
 
 class UAction(NamedTuple):

@@ -17,13 +17,13 @@ import z3
 from .config import ProofConfig
 from .epr_actions import UACTIONS, effect
 from .epr_obligations import UCtx, covered
-from .epr_properties import HYPOTHESES, UPROPS, device_leaves, holds_device_slot
+from .epr_properties import UPROPS, device_leaves, holds_device_slot
 from .forest import Forest, PageSort, SlotSort, forall, ground
 from .paged import NODE_FIELDS, SCALAR_FIELDS, from_rank
 
 
 def _lift(m, s, r, u, pages):
-    v, facts = from_rank(s.ranks[r], s.store[r], pages, u.slot_consts, s.hung, s.halted)
+    v, facts = from_rank(s.ranks[r], s.store[r], pages, u.slot_consts, s.hung, s.halted, s.ranks[0])
     return v, facts
 
 
@@ -70,13 +70,6 @@ def invariant_values(m, s, r: int, names=None) -> Dict[str, bool]:
     return _all_hold(pages, facts + vf, {n: p.fn(u, v) for n, p in UPROPS.items() if p.kind == "invariant"
                                          and (names is None or n in names) and (u.slots or n != "slot_ownership")},
                      u.slot_consts)
-
-
-def hypothesis_values(m, s, r: int) -> Dict[str, bool]:
-    """The assumed clauses (proofs.epr_properties.HYPOTHESES) on rank r of s."""
-    u, pages, facts = _base(m)
-    v, vf = _lift(m, s, r, u, pages)
-    return _all_hold(pages, facts + vf, {h.__name__: h(u, v) for h in HYPOTHESES}, u.slot_consts)
 
 
 def same_view(u, a, b):

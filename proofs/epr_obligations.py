@@ -23,7 +23,7 @@ import z3
 
 from .config import ProofConfig
 from .epr_actions import UACTIONS, effect
-from .epr_properties import HYPOTHESES, UINVARIANTS, UPROPS, device_leaves
+from .epr_properties import UINVARIANTS, UPROPS, device_leaves
 from .forest import Forest, PageSort, finite_model
 from .paged import read_rank, symbolic, values_to_rank
 
@@ -65,7 +65,7 @@ def setup(action: str, variants=frozenset(), fix=None) -> USetup:
     post = effect(u, action, pre, params)
     sol = z3.Solver()
     sol.add(*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in cfg.constraints()])
-    sol.add(*[UPROPS[n].fn(u, pre) for n in UINVARIANTS], *[h(u, pre) for h in HYPOTHESES])
+    sol.add(*[UPROPS[n].fn(u, pre) for n in UINVARIANTS])
     sol.add(*u.facts)
     return USetup(u, pre, post, params, sol)
 

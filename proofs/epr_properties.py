@@ -253,15 +253,23 @@ def flags(u, v):
     return z3.And(v.hung >= 0, v.hung <= max(HUNG.values()), v.halted >= 0, v.halted <= max(HALT_WHERE.values()))
 
 
-def fail_closed_planless(u, v):
-    """release_plan's clause "a fail-closed rank holds no plan" (proofs/strengthen.py),
-    a hypothesis of fail_closed_is_final; every step but the drain round carries both."""
-    return z3.Implies(v.closed, z3.Not(v.planned))
+def release_plan(u, v):
+    """proofs/strengthen.py release_plan, the plan's list shape read as ``plan_wf``."""
+    on = u.cfg.mirror_release_on()
+    return z3.And(v.plan_wf, v.mismatch >= 0, z3.Implies(v.closed, z3.Not(v.planned)),
+                  z3.Implies(z3.Not(b_(on)), z3.And(z3.Not(v.planned), z3.Not(v.closed), v.mismatch == 0)))
 
 
-# Clauses of bounded strengthening invariants assumed in the pre-state (not targets of
-# their own: the bounded invariant they are part of is the audit's target).
-HYPOTHESES = (fail_closed_planless,)
+def release_queue(u, v):
+    return z3.And(v.relq_n >= 0, v.relq_sum >= v.relq_n)
+
+
+def shared_queues(u, v):
+    """proofs/strengthen.py shared_queues for this rank against the state's first."""
+    from .paged import SHARED
+
+    return z3.And(*[v.f[n] == v.f[f"r0_{n}"] for n in SHARED])
+
 
 UPROPS: Dict[str, UProp] = {
     p.name: p
@@ -286,6 +294,9 @@ UPROPS: Dict[str, UProp] = {
         UProp("durable_only_when_acked", "transition", durable_only_when_acked),
         UProp("no_collective_hang", "invariant", no_collective_hang),
         UProp("flags", "invariant", flags),
+        UProp("release_plan", "invariant", release_plan),
+        UProp("release_queue", "invariant", release_queue),
+        UProp("shared_queues", "invariant", shared_queues),
     ]
 }
 UINVARIANTS = [n for n, p in UPROPS.items() if p.kind == "invariant"]

@@ -34,11 +34,16 @@ PAGE_FIELDS: Dict[str, object] = {
 }
 # Per-slot state of the device pool (Config ``slots``): the free set, RankState.dfree.
 SLOT_FIELDS: Dict[str, object] = {"dfree": B}
-# Scalars: the rank's fail-closed flag and whether it holds a plan (RankState.closed,
-# plan != ()), written by the drain round only (spec/storage_path.py), and the state's
-# hung/halted codes (proofs/state.py HUNG, HALT_WHERE), written by the sync rounds only;
-# every other step carries them.
-SCALAR_FIELDS: Dict[str, object] = {"closed": B, "planned": B, "hung": I, "halted": I}
+# Scalars: the rank's release plan (RankState.plan: nonempty, and well formed: strictly
+# ascending page ids), mismatch count and fail-closed flag, written by the drain round
+# only (spec/storage_path.py); its host_mem_release_queue as the bounded encoding holds
+# it (entries, total pages), written by check_prefetch_progress and the drain round; the
+# state's hung/halted codes (proofs/state.py HUNG, HALT_WHERE), written by the sync
+# rounds only. Every other step carries them. ``r0_*``: the same per-rank scalars of the
+# state's first rank (proofs/state.py REPLICA_SCALARS; shared_queues compares them).
+SHARED = {"closed": B, "mismatch": I, "relq_n": I, "relq_sum": I}
+SCALAR_FIELDS: Dict[str, object] = {**SHARED, "planned": B, "plan_wf": B, "hung": I, "halted": I,
+                                    **{f"r0_{n}": x for n, x in SHARED.items()}}
 NODE_FIELDS = ("start", "dev", "host", "lock", "href", "hits", "lbp", "rel")
 _ids = itertools.count()
 
@@ -99,14 +104,21 @@ def symbolic(name: str) -> Paged:
 # --- concrete states (agreement tests, counterexamples) -------------------------------
 
 
-def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = "", halted: str = "") -> List:
-    """Facts fixing a symbolic view to a spec RankState (and its State's hung/halted)
-    over closed page constants (proofs.forest.Forest.closed) and, with slot identities,
+def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = "", halted: str = "",
+              r0=None) -> List:
+    """Facts fixing a symbolic view to a spec RankState (and its State's hung/halted, its
+    first rank ``r0``, by default rs itself) over closed page constants (proofs.forest.Forest.closed) and, with slot identities,
     closed slot constants (one per device slot); returns (view, facts)."""
     from .state import HALT_WHERE, HUNG
 
     v = symbolic(f"conc{next(_ids)}")
-    facts = [v.closed == rs.closed, v.planned == bool(rs.plan), v.hung == HUNG[hung], v.halted == HALT_WHERE[halted]]
+    plan = list(rs.plan)
+    facts = [v.planned == bool(plan),
+             v.plan_wf == (plan == sorted(set(plan)) and all(0 <= e < len(pages) for e in plan)),
+             v.hung == HUNG[hung], v.halted == HALT_WHERE[halted]]
+    for pre, x in (("", rs), ("r0_", r0 or rs)):
+        facts += [v.f[pre + "closed"] == x.closed, v.f[pre + "mismatch"] == x.mismatch,
+                  v.f[pre + "relq_n"] == len(x.relq), v.f[pre + "relq_sum"] == sum(x.relq)]
     if rs.dslot:
         facts += [v.dfree(x) == bool(rs.dfree >> i & 1) for i, x in enumerate(slots)]
     for p, c in enumerate(pages):

@@ -9,7 +9,7 @@ import pytest
 import z3
 
 from tiercheck.proofs.agreement import concrete_ctx, lift
-from tiercheck.proofs.epr_agreement import admits, hypothesis_values, invariant_values, transition_values
+from tiercheck.proofs.epr_agreement import admits, invariant_values, transition_values
 from tiercheck.proofs.epr_obligations import COVERED_ACTIONS, prove_action
 from tiercheck.proofs.epr_properties import UPROPS
 from tiercheck.proofs.forest import Forest
@@ -94,7 +94,6 @@ def test_unbounded_invariants_agree_with_spec_and_bounded_encoding(name):
                 assert value(ctx.space, parts) is True
                 if n in SPEC:
                     assert not SPEC[n].fn(m, s)
-            assert all(hypothesis_values(m, s, r).values())
 
 
 def test_unbounded_invariants_notice_a_broken_state():
@@ -111,9 +110,14 @@ def test_unbounded_invariants_notice_a_broken_state():
     assert hung == {"no_collective_hang": False, "flags": True}
     assert SPEC["no_collective_hang"].fn(m, s._replace(hung="writing_check"))
     planned = s._replace(ranks=(rs._replace(closed=True, plan=(e,)),) + s.ranks[1:])
-    assert hypothesis_values(m, planned, 0) == {"fail_closed_planless": False}
+    assert invariant_values(m, planned, 0, ("release_plan",)) == {"release_plan": False}
+    queued = s._replace(ranks=(rs._replace(relq=(0,)),) + s.ranks[1:])
+    assert invariant_values(m, queued, 0, ("release_queue",)) == {"release_queue": False}
+    skewed = s._replace(ranks=s.ranks + (rs._replace(mismatch=rs.mismatch + 1),), store=s.store * 2)  # a diverged 2nd rank
+    assert invariant_values(m, skewed, 1, ("shared_queues",)) == {"shared_queues": False}
     ctx = concrete_ctx(m)
     assert value(ctx.space, STRENGTHENING["release_plan"].fn(ctx, lift(ctx, m, planned))) is False
+    assert value(ctx.space, STRENGTHENING["release_queue"].fn(ctx, lift(ctx, m, queued))) is False
 
 
 @pytest.mark.parametrize("name", MODELS)
