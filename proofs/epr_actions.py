@@ -506,10 +506,12 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     # the plan's choice are not followed: counter_sanity, release_safety stay bounded)
     UAction("drain_storage_control_queues", no_params, drain_round,
             ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership",
-             "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted")),
+             "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted",
+             "no_collective_hang")),  # the drain round halts, never hangs
     UAction("writing_check", no_params, writing_check, SHAPE + ("no_ghost", "node_fields", "device_closed") + OFF_SYNC),
     # which nodes load needs load_queue (LOADING nodes only) for device_closed
-    UAction("loading_check", no_params, loading_check, SHAPE + ("no_ghost", "node_fields") + OFF_SYNC),
+    UAction("loading_check", no_params, loading_check,  # halts, never hangs
+            SHAPE + ("no_ghost", "node_fields", "no_collective_hang") + OFF_SYNC),
 ]}
 
 
