@@ -23,7 +23,7 @@ import z3
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
-from .paged import PAGE_FIELDS, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
+from .paged import PAGE_FIELDS, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
 
 _ids = itertools.count()
 
@@ -403,6 +403,7 @@ def initial(u, v: Paged, a) -> Paged:
     false = lambda p: z3.BoolVal(False)
     return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True),
                     planned=z3.BoolVal(False), plan_wf=z3.BoolVal(True), hung=z3.IntVal(0), halted=z3.IntVal(0),
+                    **{n: z3.BoolVal(True) for n in REGISTRY},
                     **{p + n: z3.BoolVal(False) if n == "closed" else z3.IntVal(0)
                        for p in ("", "r0_") for n in SHARED})
 
@@ -459,9 +460,12 @@ ALL = ("no_ghost", "counter_sanity", "prefix_closed", "slot_ownership", "locked_
        # hung/halted: written by the sync rounds only
        "no_collective_hang", "flags",
        # the plan (the drain round) and the release queue (also check_prefetch_progress)
-       "release_plan", "release_queue", "shared_queues")
+       "release_plan", "release_queue", "shared_queues",
+       # the duplicate registry (not REGISTRY_WRITERS)
+       "registry")
 OFF_SYNC = ("release_after_consensus", "mismatch_fail_closes", "fail_closed_is_final", "durable_only_when_acked",
             "release_plan", "release_queue", "shared_queues")
+WRITES_REGISTRY = tuple(t for t in ALL if t != "registry")
 SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership", "durable_cached", "locked_never_evicted",
          "release_safety")
 
@@ -470,7 +474,8 @@ SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed
 # fetched pages, counter_sanity its protection still held: prefetch_queue and
 # href_accounting, both about queue contents (bounded)
 PREFETCH_CHECK = tuple(t for t in ALL if t not in ("tree_closed", "tree_paths", "counter_sanity", "prefix_closed",
-                                                  "no_collective_hang", "flags", "release_queue", "shared_queues"))
+                                                  "no_collective_hang", "flags", "release_queue", "shared_queues",
+                                                  "registry"))
 
 
 class UAction(NamedTuple):
@@ -482,13 +487,13 @@ class UAction(NamedTuple):
 
 UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("init", no_params, initial, tuple(t for t in ALL if UPROPS[t].kind == "invariant")),
-    UAction("evict", evict_params, evict, ALL),
-    UAction("insert", insert_params, insert, ALL),
+    UAction("evict", evict_params, evict, WRITES_REGISTRY),
+    UAction("insert", insert_params, insert, WRITES_REGISTRY),
     UAction("load_back", node_param, load_back, ALL),
     # release_safety fails here unbounded, and in the explicit spec (docs/proofs.md,
     # "Found by the unbounded proofs"): left to the bounded audit until it is resolved
     UAction("prefetch_from_storage", prefetch_params, prefetch_from_storage,
-            tuple(t for t in ALL if t != "release_safety")),
+            tuple(t for t in WRITES_REGISTRY if t != "release_safety")),
     UAction("check_prefetch_progress", check_prefetch_params, check_prefetch_progress, PREFETCH_CHECK),
     # victim_order = "lru": a rank's own touch moves its clock only (not in the view)
     UAction("local_access", no_params, unchanged, ALL),
@@ -515,10 +520,19 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
 ]}
 
 
+# The steps that write the registry or the victim list (spec: evict_host, remove_nodes,
+# register_duplicate, the sync rounds' digest reset; registry_skew only reorders it,
+# which keeps both registry scalars): after them the registry scalars are free.
+REGISTRY_WRITERS = ("insert", "evict", "prefetch_from_storage", "check_prefetch_progress", "writing_check",
+                    "loading_check", "drain_storage_control_queues")
+
+
 def effect(u, name: str, pre: Paged, params) -> Paged:
     """The step's view, the device pool included (slot_step) where ``u.slots``. No step
     leaves a hung or halted state (proofs/encode/actions.py's guard)."""
     if name != "init":
         u.facts += [pre.hung == 0, pre.halted == 0]
     post = UACTIONS[name].effect(u, pre, params)
+    if name in REGISTRY_WRITERS:
+        post = havoc_scalars(post, "registry", *REGISTRY)
     return slot_step(u, pre, post) if u.slots and name != "init" else post

@@ -31,6 +31,7 @@ def _base(m):
     u = UCtx(ProofConfig.from_spec(m.cfg), Forest())
     pages, facts = u.forest.closed(m.pages.parent)
     u.pages = pages
+    u.multi = z3.BoolVal(m.cfg.ranks > 1)
     # the device pool's slots as a closed sort (one constant if slots are not modelled)
     u.slots = m.cfg.slots
     u.slot_consts = [z3.Const(f"slot{i}!{id(u)}", SlotSort) for i in range(m.cfg.device_pages if m.cfg.slots else 1)]

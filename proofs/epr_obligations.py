@@ -37,6 +37,7 @@ class UCtx:
         # siblings can be told apart by it; see epr_actions.insert, page-ceil-match)
         self.lead = z3.Function("lead", PageSort, PageSort, z3.BoolSort())
         self.slots = True  # device slot identities (epr_actions.slot_step)
+        self.multi = z3.Bool("multi")  # more than one rank (any number of ranks: free)
 
 
 def covered(target: str, action: str) -> bool:

@@ -264,6 +264,13 @@ def release_queue(u, v):
     return z3.And(v.relq_n >= 0, v.relq_sum >= v.relq_n)
 
 
+def registry(u, v):
+    """proofs/strengthen.py registry, the lists' shape read as ``dups_wf``/``digest_wf``."""
+    on = z3.And(b_(u.cfg.wb), b_(u.cfg.dupr))
+    return z3.And(v.dups_wf, v.digest_wf, z3.Implies(z3.Not(on), v.dups_empty),
+                  z3.Implies(z3.Not(z3.And(on, u.multi)), v.digest_empty))
+
+
 def shared_queues(u, v):
     """proofs/strengthen.py shared_queues for this rank against the state's first."""
     from .paged import SHARED
@@ -297,6 +304,7 @@ UPROPS: Dict[str, UProp] = {
         UProp("release_plan", "invariant", release_plan),
         UProp("release_queue", "invariant", release_queue),
         UProp("shared_queues", "invariant", shared_queues),
+        UProp("registry", "invariant", registry),
     ]
 }
 UINVARIANTS = [n for n, p in UPROPS.items() if p.kind == "invariant"]

@@ -42,8 +42,11 @@ SLOT_FIELDS: Dict[str, object] = {"dfree": B}
 # rounds only. Every other step carries them. ``r0_*``: the same per-rank scalars of the
 # state's first rank (proofs/state.py REPLICA_SCALARS; shared_queues compares them).
 SHARED = {"closed": B, "mismatch": I, "relq_n": I, "relq_sum": I}
+# The duplicate registry and the reclaimed-victim list (RankState.dups, digest): empty,
+# and well formed (distinct page ids); written by the steps in epr_actions.REGISTRY_WRITERS.
+REGISTRY = {"dups_wf": B, "dups_empty": B, "digest_wf": B, "digest_empty": B}
 SCALAR_FIELDS: Dict[str, object] = {**SHARED, "planned": B, "plan_wf": B, "hung": I, "halted": I,
-                                    **{f"r0_{n}": x for n, x in SHARED.items()}}
+                                    **{f"r0_{n}": x for n, x in SHARED.items()}, **REGISTRY}
 NODE_FIELDS = ("start", "dev", "host", "lock", "href", "hits", "lbp", "rel")
 _ids = itertools.count()
 
@@ -116,6 +119,9 @@ def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = ""
     facts = [v.planned == bool(plan),
              v.plan_wf == (plan == sorted(set(plan)) and all(0 <= e < len(pages) for e in plan)),
              v.hung == HUNG[hung], v.halted == HALT_WHERE[halted]]
+    wf = lambda xs: len(set(xs)) == len(xs) and all(0 <= e < len(pages) for e in xs)
+    facts += [v.dups_wf == wf(rs.dups), v.dups_empty == (not rs.dups),
+              v.digest_wf == wf(rs.digest), v.digest_empty == (not rs.digest)]
     for pre, x in (("", rs), ("r0_", r0 or rs)):
         facts += [v.f[pre + "closed"] == x.closed, v.f[pre + "mismatch"] == x.mismatch,
                   v.f[pre + "relq_n"] == len(x.relq), v.f[pre + "relq_sum"] == sum(x.relq)]

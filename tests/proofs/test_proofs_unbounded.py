@@ -113,11 +113,14 @@ def test_unbounded_invariants_notice_a_broken_state():
     assert invariant_values(m, planned, 0, ("release_plan",)) == {"release_plan": False}
     queued = s._replace(ranks=(rs._replace(relq=(0,)),) + s.ranks[1:])
     assert invariant_values(m, queued, 0, ("release_queue",)) == {"release_queue": False}
+    twice = s._replace(ranks=(rs._replace(dups=(e, e)),) + s.ranks[1:])  # a registry entry twice (and wt: any)
+    assert invariant_values(m, twice, 0, ("registry",)) == {"registry": False}
     skewed = s._replace(ranks=s.ranks + (rs._replace(mismatch=rs.mismatch + 1),), store=s.store * 2)  # a diverged 2nd rank
     assert invariant_values(m, skewed, 1, ("shared_queues",)) == {"shared_queues": False}
     ctx = concrete_ctx(m)
     assert value(ctx.space, STRENGTHENING["release_plan"].fn(ctx, lift(ctx, m, planned))) is False
     assert value(ctx.space, STRENGTHENING["release_queue"].fn(ctx, lift(ctx, m, queued))) is False
+    assert value(ctx.space, STRENGTHENING["registry"].fn(ctx, lift(ctx, m, twice))) is False
 
 
 @pytest.mark.parametrize("name", MODELS)
