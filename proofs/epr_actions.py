@@ -21,16 +21,16 @@ from typing import Callable, Dict, NamedTuple
 import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
-from .epr_properties import b_, can_reclaim_duplicate, holds_device_slot, node_has_page
+from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
-from .paged import PAGE_FIELDS, SLOT_FIELDS, Paged
+from .paged import PAGE_FIELDS, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
 
 _ids = itertools.count()
 
 
 def view_ite(c, a: Paged, b: Paged) -> Paged:
-    return Paged({n: (lambda fa, fb: lambda p: z3.If(c, fa(p), fb(p)))(a.f[n], b.f[n])
-                  for n in (*PAGE_FIELDS, *SLOT_FIELDS)})
+    out = {n: (lambda fa, fb: lambda p: z3.If(c, fa(p), fb(p)))(a.f[n], b.f[n]) for n in (*PAGE_FIELDS, *SLOT_FIELDS)}
+    return Paged({**out, **{n: z3.If(c, a.f[n], b.f[n]) for n in SCALAR_FIELDS}})
 
 
 # --- device slots (spec/slots.py) ----------------------------------------------------------
@@ -372,7 +372,10 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     v2 = v1.update(**fields).named("fetched", u.facts)
     anc = a["anchor"]
     release = lambda x: z3.And(a["has_anchor"], x == anc, v2.live(x))
-    return v2.set_node(release, href=lambda x: v2.href(x) - 1).named("released", u.facts)
+    out = v2.set_node(release, href=lambda x: v2.href(x) - 1)
+    # the vote's hang and the released tail's queue entry (not followed)
+    return havoc_scalars(out, "check", "hung", "relq_n", "relq_sum", "r0_relq_n", "r0_relq_sum").named(
+        "released", u.facts)
 
 
 def disabled(u) -> Dict:
@@ -387,6 +390,10 @@ def havoc(v: Paged, name: str, *fields) -> Paged:
     return v.update(**{f: z3.Function(f"{name}.{f}!{next(_ids)}", PageSort, PAGE_FIELDS[f]) for f in fields})
 
 
+def havoc_scalars(v: Paged, name: str, *fields) -> Paged:
+    return v.update(**{f: z3.Const(f"{name}.{f}!{next(_ids)}", SCALAR_FIELDS[f]) for f in fields})
+
+
 def no_params(u) -> Dict:
     return {}
 
@@ -394,7 +401,11 @@ def no_params(u) -> Dict:
 def initial(u, v: Paged, a) -> Paged:
     """initial_state: nothing cached, no durable marks, an empty store."""
     false = lambda p: z3.BoolVal(False)
-    return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True))
+    return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True),
+                    planned=z3.BoolVal(False), plan_wf=z3.BoolVal(True), hung=z3.IntVal(0), halted=z3.IntVal(0),
+                    **{n: z3.BoolVal(True) for n in REGISTRY},
+                    **{p + n: z3.BoolVal(False) if n == "closed" else z3.IntVal(0)
+                       for p in ("", "r0_") for n in SHARED})
 
 
 def unchanged(u, v: Paged, a) -> Paged:
@@ -418,6 +429,8 @@ def drain_round(u, v: Paged, a) -> Paged:
         v.live(x), v.dev(x) == RESIDENT, v.host(x) == HOST_RESIDENT))))
     out = havoc(v.set_node(released, host=lambda x: z3.IntVal(ABSENT), rel=lambda x: z3.BoolVal(True)),
                 "drain", "href", "durable")
+    # the round's plan, fail-close and halt outcome (not followed)
+    out = havoc_scalars(out, "drain", *(f for f in SCALAR_FIELDS if f != "hung"))
     u.facts.append(forall(lambda p: z3.Implies(out.durable(p), v.cached(p))))
     return out.named("drained", u.facts)
 
@@ -426,8 +439,8 @@ def writing_check(u, v: Paged, a) -> Paged:
     """writing_check (or its halt/hang): the nodes covering the committed D->H copies
     (a free set) get their host copy, lock and href change (not followed)."""
     done = choice("committed")
-    return havoc(v.set_node(done, host=lambda x: z3.IntVal(HOST_RESIDENT)), "commit", "lock", "href").named(
-        "written", u.facts)
+    out = havoc(v.set_node(done, host=lambda x: z3.IntVal(HOST_RESIDENT)), "commit", "lock", "href")
+    return havoc_scalars(out, "commit", "hung", "halted").named("written", u.facts)
 
 
 def loading_check(u, v: Paged, a) -> Paged:
@@ -435,12 +448,24 @@ def loading_check(u, v: Paged, a) -> Paged:
     set) become device resident with the load-back mark cleared; locks on their paths
     change (not followed)."""
     done = choice("loaded")
-    return havoc(v.set_node(done, dev=lambda x: z3.IntVal(RESIDENT), lbp=lambda x: z3.BoolVal(False)),
-                 "loaded", "lock").named("loaded", u.facts)
+    out = havoc(v.set_node(done, dev=lambda x: z3.IntVal(RESIDENT), lbp=lambda x: z3.BoolVal(False)), "loaded", "lock")
+    return havoc_scalars(out, "loaded", "halted").named("loaded", u.facts)
 
 
 ALL = ("no_ghost", "counter_sanity", "prefix_closed", "slot_ownership", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
-       "tree_closed", "tree_paths", "node_fields", "device_closed", "durable_cached")
+       "tree_closed", "tree_paths", "node_fields", "device_closed", "durable_cached",
+       # what only the drain round (and, for the digest, the other sync rounds) does
+       "release_after_consensus", "mismatch_fail_closes", "fail_closed_is_final", "reclaim_digest_checked",
+       "durable_only_when_acked",
+       # hung/halted: written by the sync rounds only
+       "no_collective_hang", "flags",
+       # the plan (the drain round) and the release queue (also check_prefetch_progress)
+       "release_plan", "release_queue", "shared_queues",
+       # the duplicate registry (not REGISTRY_WRITERS)
+       "registry")
+OFF_SYNC = ("release_after_consensus", "mismatch_fail_closes", "fail_closed_is_final", "durable_only_when_acked",
+            "release_plan", "release_queue", "shared_queues")
+WRITES_REGISTRY = tuple(t for t in ALL if t != "registry")
 SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership", "durable_cached", "locked_never_evicted",
          "release_safety")
 
@@ -448,7 +473,9 @@ SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed
 # tree_closed and tree_paths need the anchor to be a live node end right above the
 # fetched pages, counter_sanity its protection still held: prefetch_queue and
 # href_accounting, both about queue contents (bounded)
-PREFETCH_CHECK = tuple(t for t in ALL if t not in ("tree_closed", "tree_paths", "counter_sanity", "prefix_closed"))
+PREFETCH_CHECK = tuple(t for t in ALL if t not in ("tree_closed", "tree_paths", "counter_sanity", "prefix_closed",
+                                                  "no_collective_hang", "flags", "release_queue", "shared_queues",
+                                                  "registry"))
 
 
 class UAction(NamedTuple):
@@ -459,14 +486,14 @@ class UAction(NamedTuple):
 
 
 UACTIONS: Dict[str, UAction] = {a.name: a for a in [
-    UAction("init", no_params, initial, tuple(t for t in ALL if t not in ("locked_never_evicted", "release_safety"))),
-    UAction("evict", evict_params, evict, ALL),
-    UAction("insert", insert_params, insert, ALL),
+    UAction("init", no_params, initial, tuple(t for t in ALL if UPROPS[t].kind == "invariant")),
+    UAction("evict", evict_params, evict, WRITES_REGISTRY),
+    UAction("insert", insert_params, insert, WRITES_REGISTRY),
     UAction("load_back", node_param, load_back, ALL),
     # release_safety fails here unbounded, and in the explicit spec (docs/proofs.md,
     # "Found by the unbounded proofs"): left to the bounded audit until it is resolved
     UAction("prefetch_from_storage", prefetch_params, prefetch_from_storage,
-            tuple(t for t in ALL if t != "release_safety")),
+            tuple(t for t in WRITES_REGISTRY if t != "release_safety")),
     UAction("check_prefetch_progress", check_prefetch_params, check_prefetch_progress, PREFETCH_CHECK),
     # victim_order = "lru": a rank's own touch moves its clock only (not in the view)
     UAction("local_access", no_params, unchanged, ALL),
@@ -484,14 +511,28 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     # the plan's choice are not followed: counter_sanity, release_safety stay bounded)
     UAction("drain_storage_control_queues", no_params, drain_round,
             ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership",
-             "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted")),
-    UAction("writing_check", no_params, writing_check, SHAPE + ("no_ghost", "node_fields", "device_closed")),
+             "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted",
+             "no_collective_hang")),  # the drain round halts, never hangs
+    UAction("writing_check", no_params, writing_check, SHAPE + ("no_ghost", "node_fields", "device_closed") + OFF_SYNC),
     # which nodes load needs load_queue (LOADING nodes only) for device_closed
-    UAction("loading_check", no_params, loading_check, SHAPE + ("no_ghost", "node_fields")),
+    UAction("loading_check", no_params, loading_check,  # halts, never hangs
+            SHAPE + ("no_ghost", "node_fields", "no_collective_hang") + OFF_SYNC),
 ]}
 
 
+# The steps that write the registry or the victim list (spec: evict_host, remove_nodes,
+# register_duplicate, the sync rounds' digest reset; registry_skew only reorders it,
+# which keeps both registry scalars): after them the registry scalars are free.
+REGISTRY_WRITERS = ("insert", "evict", "prefetch_from_storage", "check_prefetch_progress", "writing_check",
+                    "loading_check", "drain_storage_control_queues")
+
+
 def effect(u, name: str, pre: Paged, params) -> Paged:
-    """The step's view, the device pool included (slot_step) where ``u.slots``."""
+    """The step's view, the device pool included (slot_step) where ``u.slots``. No step
+    leaves a hung or halted state (proofs/encode/actions.py's guard)."""
+    if name != "init":
+        u.facts += [pre.hung == 0, pre.halted == 0]
     post = UACTIONS[name].effect(u, pre, params)
+    if name in REGISTRY_WRITERS:
+        post = havoc_scalars(post, "registry", *REGISTRY)
     return slot_step(u, pre, post) if u.slots and name != "init" else post

@@ -16,14 +16,14 @@ import z3
 
 from .config import ProofConfig
 from .epr_actions import UACTIONS, effect
-from .epr_obligations import UCtx
+from .epr_obligations import UCtx, covered
 from .epr_properties import UPROPS, device_leaves, holds_device_slot
 from .forest import Forest, PageSort, SlotSort, forall, ground
-from .paged import NODE_FIELDS, from_rank
+from .paged import NODE_FIELDS, SCALAR_FIELDS, from_rank
 
 
 def _lift(m, s, r, u, pages):
-    v, facts = from_rank(s.ranks[r], s.store[r], pages, u.slot_consts)
+    v, facts = from_rank(s.ranks[r], s.store[r], pages, u.slot_consts, s.hung, s.halted, s.ranks[0])
     return v, facts
 
 
@@ -31,6 +31,7 @@ def _base(m):
     u = UCtx(ProofConfig.from_spec(m.cfg), Forest())
     pages, facts = u.forest.closed(m.pages.parent)
     u.pages = pages
+    u.multi = z3.BoolVal(m.cfg.ranks > 1)
     # the device pool's slots as a closed sort (one constant if slots are not modelled)
     u.slots = m.cfg.slots
     u.slot_consts = [z3.Const(f"slot{i}!{id(u)}", SlotSort) for i in range(m.cfg.device_pages if m.cfg.slots else 1)]
@@ -46,21 +47,30 @@ def _registry(pages, dups):
     return d, [d(c) == (i in dups) for i, c in enumerate(pages)]
 
 
-def _holds(pages, facts, formula, slots=()) -> bool:
+def _all_hold(pages, facts, formulas: Dict, slots=()) -> Dict[str, bool]:
+    """Whether each formula follows from the facts over the closed sorts; the facts are
+    grounded once for all of them."""
     sol = z3.Solver()
-    sol.add(*ground(list(facts) + [z3.Not(formula)], pages, slots))
-    res = sol.check()
-    if res == z3.unknown:
-        raise RuntimeError(f"z3 could not evaluate: {sol.reason_unknown()}")
-    return res == z3.unsat
+    sol.add(*ground(list(facts), pages, slots))
+    out = {}
+    for n, f in formulas.items():
+        sol.push()
+        sol.add(*ground([z3.Not(f)], pages, slots))
+        res = sol.check()
+        if res == z3.unknown:
+            raise RuntimeError(f"z3 could not evaluate {n}: {sol.reason_unknown()}")
+        out[n] = res == z3.unsat
+        sol.pop()
+    return out
 
 
 def invariant_values(m, s, r: int, names=None) -> Dict[str, bool]:
     """Every unbounded invariant (or those named) on rank r of explicit state s."""
     u, pages, facts = _base(m)
     v, vf = _lift(m, s, r, u, pages)
-    return {n: _holds(pages, facts + vf, p.fn(u, v), u.slot_consts) for n, p in UPROPS.items()
-            if p.kind == "invariant" and (names is None or n in names) and (u.slots or n != "slot_ownership")}
+    return _all_hold(pages, facts + vf, {n: p.fn(u, v) for n, p in UPROPS.items() if p.kind == "invariant"
+                                         and (names is None or n in names) and (u.slots or n != "slot_ownership")},
+                     u.slot_consts)
 
 
 def same_view(u, a, b):
@@ -75,7 +85,8 @@ def same_view(u, a, b):
         )
 
     x = z3.Const(f"x!{id(a)}", SlotSort)
-    return z3.And(forall(at), z3.ForAll([x], z3.Implies(u.slots, a.dfree(x) == b.dfree(x))))
+    return z3.And(forall(at), z3.ForAll([x], z3.Implies(u.slots, a.dfree(x) == b.dfree(x))),
+                  *[a.f[n] == b.f[n] for n in SCALAR_FIELDS])
 
 
 def step_setup(m, s, r, name: str):
@@ -85,6 +96,7 @@ def step_setup(m, s, r, name: str):
     params = UACTIONS[name].params(u)
     params["dups"], df = _registry(pages, set(s.ranks[r].dups))
     params["leaf"] = device_leaves(u, pre, "leaf")
+    params["action"] = name
     post = effect(u, name, pre, params)
     return u, pages, facts + pf + df, pre, params, post
 
@@ -109,5 +121,5 @@ def transition_values(m, s, a, t, r: int) -> Dict[str, bool]:
     u, pages, facts, pre, params, _post = step_setup(m, s, r, a.name)
     target, tf = _lift(m, t, r, u, pages)
     base = facts + u.facts + tf
-    return {n: _holds(pages, base, p.fn(u, pre, target, params), u.slot_consts) for n, p in UPROPS.items()
-            if p.kind == "transition"}
+    return _all_hold(pages, base, {n: p.fn(u, pre, target, params) for n, p in UPROPS.items()
+                                   if p.kind == "transition" and covered(n, a.name)}, u.slot_consts)

@@ -37,6 +37,7 @@ class UCtx:
         # siblings can be told apart by it; see epr_actions.insert, page-ceil-match)
         self.lead = z3.Function("lead", PageSort, PageSort, z3.BoolSort())
         self.slots = True  # device slot identities (epr_actions.slot_step)
+        self.multi = z3.Bool("multi")  # more than one rank (any number of ranks: free)
 
 
 def covered(target: str, action: str) -> bool:
@@ -61,6 +62,7 @@ def setup(action: str, variants=frozenset(), fix=None) -> USetup:
     params = UACTIONS[action].params(u)
     params["dups"] = z3.Function("s.dups", PageSort, z3.BoolSort())  # duplicate registry membership
     params["leaf"] = device_leaves(u, pre, "s.leaf")
+    params["action"] = action
     post = effect(u, action, pre, params)
     sol = z3.Solver()
     sol.add(*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in cfg.constraints()])

@@ -192,6 +192,92 @@ def durable_cached(u, v):
     return forall(lambda p: z3.Implies(v.durable(p), v.cached(p)))
 
 
+# --- consensus and durability, at the steps that leave them to the drain round -------------
+# Only the drain round releases mirrors, writes the plan and the fail-closed flag, and
+# adds durable marks (from its acks); the page-sorted encoding holds neither plans' nor
+# acks' contents, so these obligations are decided here for every other step, the drain
+# round's stay bounded (epr_actions.UACTIONS targets). ``a["action"]``: the step's name.
+
+DRAIN = "drain_storage_control_queues"
+SYNC_ROUNDS = ("writing_check", "loading_check", DRAIN)  # proofs.protocol.SYNC_ROUNDS
+
+
+def _not_at(a, actions, name):
+    if a["action"] in actions:
+        raise ValueError(f"{name} under {a['action']} needs state the page-sorted encoding does not hold")
+
+
+def released(u, s, t, e):
+    """A write-through mirror release (proofs.protocol._released): a host copy dropped
+    from a node that keeps its device copy."""
+    return z3.And(z3.Not(b_(u.cfg.wb)), s.live(e), t.live(e), s.host(e) == HOST_RESIDENT,
+                  t.host(e) == ABSENT, t.dev(e) != ABSENT)
+
+
+def release_after_consensus(u, s, t, a):
+    """Off the drain round: no mirror is released at all."""
+    _not_at(a, (DRAIN,), "release_after_consensus")
+    return forall(lambda e: z3.Not(released(u, s, t, e)))
+
+
+def mismatch_fail_closes(u, s, t, a):
+    """A statement about drain rounds only (proofs.protocol: no part elsewhere)."""
+    _not_at(a, (DRAIN,), "mismatch_fail_closes")
+    return z3.BoolVal(True)
+
+
+def fail_closed_is_final(u, s, t, a):
+    return z3.Implies(s.closed, z3.And(t.closed, z3.Not(t.planned), forall(lambda e: z3.Not(released(u, s, t, e)))))
+
+
+def reclaim_digest_checked(u, s, t, a):
+    """A statement about sync rounds only (proofs.protocol: no part elsewhere)."""
+    _not_at(a, SYNC_ROUNDS, "reclaim_digest_checked")
+    return z3.BoolVal(True)
+
+
+def durable_only_when_acked(u, s, t, a):
+    """Off the drain round (the only step that reads acks): no page becomes durable."""
+    _not_at(a, (DRAIN,), "durable_only_when_acked")
+    return forall(lambda p: z3.Implies(t.durable(p), s.durable(p)))
+
+
+def no_collective_hang(u, v):
+    return v.hung == 0
+
+
+def flags(u, v):
+    """hung and halted are one of their codes (proofs/strengthen.py flags)."""
+    from .state import HALT_WHERE, HUNG
+
+    return z3.And(v.hung >= 0, v.hung <= max(HUNG.values()), v.halted >= 0, v.halted <= max(HALT_WHERE.values()))
+
+
+def release_plan(u, v):
+    """proofs/strengthen.py release_plan, the plan's list shape read as ``plan_wf``."""
+    on = u.cfg.mirror_release_on()
+    return z3.And(v.plan_wf, v.mismatch >= 0, z3.Implies(v.closed, z3.Not(v.planned)),
+                  z3.Implies(z3.Not(b_(on)), z3.And(z3.Not(v.planned), z3.Not(v.closed), v.mismatch == 0)))
+
+
+def release_queue(u, v):
+    return z3.And(v.relq_n >= 0, v.relq_sum >= v.relq_n)
+
+
+def registry(u, v):
+    """proofs/strengthen.py registry, the lists' shape read as ``dups_wf``/``digest_wf``."""
+    on = z3.And(b_(u.cfg.wb), b_(u.cfg.dupr))
+    return z3.And(v.dups_wf, v.digest_wf, z3.Implies(z3.Not(on), v.dups_empty),
+                  z3.Implies(z3.Not(z3.And(on, u.multi)), v.digest_empty))
+
+
+def shared_queues(u, v):
+    """proofs/strengthen.py shared_queues for this rank against the state's first."""
+    from .paged import SHARED
+
+    return z3.And(*[v.f[n] == v.f[f"r0_{n}"] for n in SHARED])
+
+
 UPROPS: Dict[str, UProp] = {
     p.name: p
     for p in [
@@ -208,6 +294,17 @@ UPROPS: Dict[str, UProp] = {
         UProp("node_fields", "invariant", node_fields),
         UProp("device_closed", "invariant", device_closed),
         UProp("durable_cached", "invariant", durable_cached),
+        UProp("release_after_consensus", "transition", release_after_consensus),
+        UProp("mismatch_fail_closes", "transition", mismatch_fail_closes),
+        UProp("fail_closed_is_final", "transition", fail_closed_is_final),
+        UProp("reclaim_digest_checked", "transition", reclaim_digest_checked),
+        UProp("durable_only_when_acked", "transition", durable_only_when_acked),
+        UProp("no_collective_hang", "invariant", no_collective_hang),
+        UProp("flags", "invariant", flags),
+        UProp("release_plan", "invariant", release_plan),
+        UProp("release_queue", "invariant", release_queue),
+        UProp("shared_queues", "invariant", shared_queues),
+        UProp("registry", "invariant", registry),
     ]
 }
 UINVARIANTS = [n for n, p in UPROPS.items() if p.kind == "invariant"]

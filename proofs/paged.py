@@ -34,6 +34,19 @@ PAGE_FIELDS: Dict[str, object] = {
 }
 # Per-slot state of the device pool (Config ``slots``): the free set, RankState.dfree.
 SLOT_FIELDS: Dict[str, object] = {"dfree": B}
+# Scalars: the rank's release plan (RankState.plan: nonempty, and well formed: strictly
+# ascending page ids), mismatch count and fail-closed flag, written by the drain round
+# only (spec/storage_path.py); its host_mem_release_queue as the bounded encoding holds
+# it (entries, total pages), written by check_prefetch_progress and the drain round; the
+# state's hung/halted codes (proofs/state.py HUNG, HALT_WHERE), written by the sync
+# rounds only. Every other step carries them. ``r0_*``: the same per-rank scalars of the
+# state's first rank (proofs/state.py REPLICA_SCALARS; shared_queues compares them).
+SHARED = {"closed": B, "mismatch": I, "relq_n": I, "relq_sum": I}
+# The duplicate registry and the reclaimed-victim list (RankState.dups, digest): empty,
+# and well formed (distinct page ids); written by the steps in epr_actions.REGISTRY_WRITERS.
+REGISTRY = {"dups_wf": B, "dups_empty": B, "digest_wf": B, "digest_empty": B}
+SCALAR_FIELDS: Dict[str, object] = {**SHARED, "planned": B, "plan_wf": B, "hung": I, "halted": I,
+                                    **{f"r0_{n}": x for n, x in SHARED.items()}, **REGISTRY}
 NODE_FIELDS = ("start", "dev", "host", "lock", "href", "hits", "lbp", "rel")
 _ids = itertools.count()
 
@@ -77,24 +90,41 @@ class Paged:
             x = z3.Const(f"x!{uid}", SlotSort)
             facts.append(z3.ForAll([x], fn(x) == self.f[name](x)))
             out[name] = fn
+        for name, sort in SCALAR_FIELDS.items():
+            c = z3.Const(f"{tag}.{name}!{uid}", sort)
+            facts.append(c == self.f[name])
+            out[name] = c
         return Paged(out)
 
 
 def symbolic(name: str) -> Paged:
     fields = {n: z3.Function(f"{name}.{n}", PageSort, s) for n, s in PAGE_FIELDS.items()}
     fields.update({n: z3.Function(f"{name}.{n}", SlotSort, s) for n, s in SLOT_FIELDS.items()})
+    fields.update({n: z3.Const(f"{name}.{n}", s) for n, s in SCALAR_FIELDS.items()})
     return Paged(fields)
 
 
 # --- concrete states (agreement tests, counterexamples) -------------------------------
 
 
-def from_rank(rs, store_mask: int, pages: List, slots: List = ()) -> List:
-    """Facts fixing a symbolic view to a spec RankState over closed page constants
-    (proofs.forest.Forest.closed) and, with slot identities, closed slot constants (one
-    per device slot); returns (view, facts)."""
+def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = "", halted: str = "",
+              r0=None) -> List:
+    """Facts fixing a symbolic view to a spec RankState (and its State's hung/halted, its
+    first rank ``r0``, by default rs itself) over closed page constants (proofs.forest.Forest.closed) and, with slot identities,
+    closed slot constants (one per device slot); returns (view, facts)."""
+    from .state import HALT_WHERE, HUNG
+
     v = symbolic(f"conc{next(_ids)}")
-    facts = []
+    plan = list(rs.plan)
+    facts = [v.planned == bool(plan),
+             v.plan_wf == (plan == sorted(set(plan)) and all(0 <= e < len(pages) for e in plan)),
+             v.hung == HUNG[hung], v.halted == HALT_WHERE[halted]]
+    wf = lambda xs: len(set(xs)) == len(xs) and all(0 <= e < len(pages) for e in xs)
+    facts += [v.dups_wf == wf(rs.dups), v.dups_empty == (not rs.dups),
+              v.digest_wf == wf(rs.digest), v.digest_empty == (not rs.digest)]
+    for pre, x in (("", rs), ("r0_", r0 or rs)):
+        facts += [v.f[pre + "closed"] == x.closed, v.f[pre + "mismatch"] == x.mismatch,
+                  v.f[pre + "relq_n"] == len(x.relq), v.f[pre + "relq_sum"] == sum(x.relq)]
     if rs.dslot:
         facts += [v.dfree(x) == bool(rs.dfree >> i & 1) for i, x in enumerate(slots)]
     for p, c in enumerate(pages):
@@ -138,6 +168,7 @@ def read_rank(model, v: Paged, order) -> dict:
     for name in PAGE_FIELDS:
         out[name] = [pv(getattr(v, name)(x)) for x in order]
     out["dfree"] = [pv(v.dfree(x)) for x in model.get_universe(SlotSort) or []]
+    out["closed"] = pv(v.closed)
     return out
 
 
@@ -158,4 +189,4 @@ def values_to_rank(vals: dict):
     return RankState(owner=owner, nodes=nodes, dev_free=0, host_free=0,
                      durable=sum(1 << p for p in range(k) if vals["durable"][p]),
                      dslot=tuple(vals["dslot"][p] if held[p] else -1 for p in range(k)),
-                     dfree=sum(1 << i for i, f in enumerate(vals["dfree"]) if f))
+                     dfree=sum(1 << i for i, f in enumerate(vals["dfree"]) if f), closed=vals.get("closed") is True)

@@ -15,8 +15,10 @@ from tiercheck.proofs.epr_properties import UPROPS
 from tiercheck.proofs.forest import Forest
 from tiercheck.proofs.formula import value
 from tiercheck.proofs.properties import PROPERTIES
+from tiercheck.proofs.protocol import PROTOCOL
 from tiercheck.proofs.strengthen import STRENGTHENING
 from tiercheck.spec.properties import BY_NAME as SPEC
+from tiercheck.spec.state import ABSENT, HOST_RESIDENT, RESIDENT
 
 from .proof_helpers import model, walk
 
@@ -51,6 +53,22 @@ def test_the_axioms_reject_a_page_with_two_incomparable_parents():
     sol = z3.Solver()
     sol.add(*f.axioms(), f.le(a, c), f.le(b, c), z3.Not(f.le(a, b)), z3.Not(f.le(b, a)))
     assert sol.check() == z3.unsat
+
+
+_CTX = {}  # one concrete context per model
+
+
+def _bounded_transition(m, name, s, a, t):
+    """The bounded encoding's value of a transition property on an explicit step (every
+    rank), for the consensus obligations the spec has no predicate for."""
+    ctx = _CTX.get(id(m)) or _CTX.setdefault(id(m), concrete_ctx(m))
+    return value(ctx.space, PROTOCOL[name].fn(ctx, lift(ctx, m, s), a.name, lift(ctx, m, t)))
+
+
+def _agrees(m, s, a, t, r, vals):
+    for n, v in vals.items():
+        want = not SPEC[n].fn(m, s, a, t) if n in SPEC else _bounded_transition(m, n, s, a, t)
+        assert v == want, (n, a, r)
 
 
 def _states(name, seeds=(1, 2), steps=25):
@@ -88,6 +106,21 @@ def test_unbounded_invariants_notice_a_broken_state():
     got = invariant_values(m, broken, 0)
     assert got["no_ghost"] is False and got["counter_sanity"] is False
     assert SPEC["no_ghost"].fn(m, broken) and SPEC["counter_sanity"].fn(m, broken)
+    hung = invariant_values(m, s._replace(hung="writing_check"), 0, ("no_collective_hang", "flags"))
+    assert hung == {"no_collective_hang": False, "flags": True}
+    assert SPEC["no_collective_hang"].fn(m, s._replace(hung="writing_check"))
+    planned = s._replace(ranks=(rs._replace(closed=True, plan=(e,)),) + s.ranks[1:])
+    assert invariant_values(m, planned, 0, ("release_plan",)) == {"release_plan": False}
+    queued = s._replace(ranks=(rs._replace(relq=(0,)),) + s.ranks[1:])
+    assert invariant_values(m, queued, 0, ("release_queue",)) == {"release_queue": False}
+    twice = s._replace(ranks=(rs._replace(dups=(e, e)),) + s.ranks[1:])  # a registry entry twice (and wt: any)
+    assert invariant_values(m, twice, 0, ("registry",)) == {"registry": False}
+    skewed = s._replace(ranks=s.ranks + (rs._replace(mismatch=rs.mismatch + 1),), store=s.store * 2)  # a diverged 2nd rank
+    assert invariant_values(m, skewed, 1, ("shared_queues",)) == {"shared_queues": False}
+    ctx = concrete_ctx(m)
+    assert value(ctx.space, STRENGTHENING["release_plan"].fn(ctx, lift(ctx, m, planned))) is False
+    assert value(ctx.space, STRENGTHENING["release_queue"].fn(ctx, lift(ctx, m, queued))) is False
+    assert value(ctx.space, STRENGTHENING["registry"].fn(ctx, lift(ctx, m, twice))) is False
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -104,9 +137,7 @@ def test_unbounded_actions_admit_every_explicit_step(name):
             t = m.next_state(s, a)
             for r in range(m.cfg.ranks):
                 assert admits(m, s, a, t, r), (a, r)
-                vals = transition_values(m, s, a, t, r)
-                for n, v in vals.items():
-                    assert v == (not SPEC[n].fn(m, s, a, t)), (n, a)
+                _agrees(m, s, a, t, r, transition_values(m, s, a, t, r))
             seen[a.name] = seen.get(a.name, 0) + 1
     assert "insert" in seen and len(seen) >= 3, seen
 
@@ -122,6 +153,39 @@ def test_admits_notices_a_wrong_successor():
                     assert not admits(m, s, a, s, 0)
                     return
     pytest.fail("no effective evict on the walk")
+
+
+def test_consensus_obligations_off_the_drain_notice_a_release_a_mark_and_a_reopen():
+    """Broken successors of a covered step (a write-through mirror released, a page
+    marked durable, a fail-closed rank reopened with a plan): the unbounded transition
+    properties say violated, as the spec and the bounded encoding do."""
+    m, states = _states("wt-1r", seeds=(3, 4, 5), steps=40)
+    for s in states:
+        rs = s.ranks[0]
+        e = next((i for i, n in enumerate(rs.nodes) if n is not None and n.dev == RESIDENT and n.host == HOST_RESIDENT
+                  and n.href == 0), None)  # a resident mirror
+        a = next((x for x in m.actions(s) if x.name in ("insert", "evict", "load_back")), None)
+        if e is None or a is None:
+            continue
+        t = m.next_state(s, a)
+        rt = t.ranks[0]
+        if rt.nodes[e] is None or rt.nodes[e].dev != RESIDENT or rt.nodes[e].host != HOST_RESIDENT:
+            continue
+        dropped = t._replace(ranks=(rt._replace(nodes=tuple(
+            n._replace(host=ABSENT) if i == e else n for i, n in enumerate(rt.nodes))),))
+        vals = transition_values(m, s, a, dropped, 0)
+        assert vals["release_after_consensus"] is False and vals["fail_closed_is_final"] is True
+        assert _bounded_transition(m, "release_after_consensus", s, a, dropped) is False
+        marked = t._replace(ranks=(rt._replace(durable=rt.durable | 1 << e),))
+        if not rs.durable >> e & 1:
+            assert transition_values(m, s, a, marked, 0)["durable_only_when_acked"] is False
+            assert SPEC["durable_only_when_acked"].fn(m, s, a, marked)
+        closed = s._replace(ranks=(rs._replace(closed=True),))
+        reopened = t._replace(ranks=(rt._replace(closed=False),))
+        assert transition_values(m, closed, a, reopened, 0)["fail_closed_is_final"] is False
+        assert _bounded_transition(m, "fail_closed_is_final", closed, a, reopened) is False
+        return
+    pytest.fail("no covered step keeping a resident mirror on the walk")
 
 
 def test_unbounded_obligations_prove_on_every_configuration():
