@@ -319,8 +319,11 @@ def prefetch_params(u) -> Dict:
     """The anchor (the node ending where the request's cached match ends, host
     resident on every rank by the guard; none for a match of 0 pages), whether the
     agreed allocation succeeded, whether this rank ran evict_host."""
-    return {"anchor": fresh_page("anchor"), "has_anchor": z3.Bool(f"has_anchor!{next(_ids)}"),
-            "ok": z3.Bool(f"alloc_ok!{next(_ids)}"), "host_evict": z3.Bool(f"host_evict!{next(_ids)}")}
+    out = {"anchor": fresh_page("anchor"), "has_anchor": z3.Bool(f"has_anchor!{next(_ids)}"),
+           "ok": z3.Bool(f"alloc_ok!{next(_ids)}"), "host_evict": z3.Bool(f"host_evict!{next(_ids)}")}
+    # prefetch.held_during_step: the anchor, protected only while the step runs
+    out["held"] = lambda x: z3.And(out["has_anchor"], x == out["anchor"])
+    return out
 
 
 def prefetch_from_storage(u, v: Paged, a) -> Paged:
@@ -398,8 +401,9 @@ def initial(u, v: Paged, a) -> Paged:
 
 
 def unchanged(u, v: Paged, a) -> Paged:
-    """write_dma_done, load_dma_done, prefetch_io, registry_skew: only queues, done
-    counts and registry order change, none of which the view holds."""
+    """write_dma_done, load_dma_done, prefetch_io, registry_skew, prefetch_timeout,
+    prefetch_read_fails, prefetch_revoke: only queues, done counts, prefetch flags and
+    registry order change, none of which the view holds."""
     return v
 
 
@@ -463,10 +467,7 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("evict", evict_params, evict, ALL),
     UAction("insert", insert_params, insert, ALL),
     UAction("load_back", node_param, load_back, ALL),
-    # release_safety fails here unbounded, and in the explicit spec (docs/proofs.md,
-    # "Found by the unbounded proofs"): left to the bounded audit until it is resolved
-    UAction("prefetch_from_storage", prefetch_params, prefetch_from_storage,
-            tuple(t for t in ALL if t != "release_safety")),
+    UAction("prefetch_from_storage", prefetch_params, prefetch_from_storage, ALL),
     UAction("check_prefetch_progress", check_prefetch_params, check_prefetch_progress, PREFETCH_CHECK),
     # victim_order = "lru": a rank's own touch moves its clock only (not in the view)
     UAction("local_access", no_params, unchanged, ALL),
@@ -477,6 +478,11 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("load_dma_done", no_params, unchanged, ALL),
     UAction("prefetch_io", no_params, unchanged, ALL),
     UAction("registry_skew", no_params, unchanged, ALL),
+    # how a prefetch ends (spec/prefetch_end.py): only its queue entry's flags and done
+    # count change; the revoke's retirement is the drain round's (drain_round)
+    UAction("prefetch_timeout", no_params, unchanged, ALL),
+    UAction("prefetch_read_fails", no_params, unchanged, ALL),
+    UAction("prefetch_revoke", no_params, unchanged, ALL),
     UAction("storage_backup_done", no_params, store_changes, ALL),
     UAction("store_lose", no_params, store_changes, ALL),
     # lock decrements need lock_accounting (queue contents) for counter_sanity

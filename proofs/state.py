@@ -5,7 +5,8 @@
 exactly as ``RankState.nodes[end]`` is. A dead node (``nodes[end] is None``) is a page
 with ``own[end] != end``; its field slots are don't-cares. Queues are ``SymList``s of at
 most K entries (the proofs show they never overflow); ``pq`` entries carry the rank's
-``pdone`` value as a fifth component and name their request by its last page.
+``pdone`` value as a fifth component and its ``pflags`` as a sixth (0 where the config
+tracks none), and name their request by its last page.
 ``host_mem_release_queue`` is kept as (count, total pages): the drain round frees the
 first MIN-over-ranks entries, and every rank appends identical entries in the same sync
 round, so the MIN always covers the whole queue (see docs/proofs.md).
@@ -51,7 +52,7 @@ class RV(NamedTuple):
     ldone: object
     sq: SymList
     sdone: SymList  # (reported, actual)
-    pq: SymList  # (request end page, anchor, k, n, pdone)
+    pq: SymList  # (request end page, anchor, k, n, pdone, pflags)
     relq_n: object
     relq_sum: object
     plan: SymList
@@ -86,7 +87,7 @@ class RV(NamedTuple):
         return rv
 
 
-LISTS = {"wq": 2, "lq": 2, "sq": 2, "sdone": 2, "pq": 5, "plan": 1, "dups": 1, "digest": 1}
+LISTS = {"wq": 2, "lq": 2, "sq": 2, "sdone": 2, "pq": 6, "plan": 1, "dups": 1, "digest": 1}
 
 
 def rv_same(a: RV, b: RV):
@@ -333,7 +334,7 @@ def symbolic_state(space, k: int, name: str, shared: bool = False) -> SState:
         for fld, (n, items) in lists.items():
             if fld in REPLICA_LISTS:
                 vals[fld] = SymList(k, n(r0), [tuple(c(r0) for c in it) for it in items])
-            elif fld == "pq":  # request, anchor, k, n replicated; pdone per rank
+            elif fld == "pq":  # request, anchor, k, n replicated; pdone, pflags per rank
                 vals[fld] = SymList(k, n(r0), [tuple(c(r0) if j < 4 else c(h) for j, c in enumerate(it)) for it in items])
             else:
                 vals[fld] = SymList(k, n(h), [tuple(c(h) for c in it) for it in items])

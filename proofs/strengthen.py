@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Callable, Dict, NamedTuple
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
+from ..spec.prefetch_end import FREED, REVOKED, TERMINATED, TIMED_OUT
+from .encode.prefetch_end import has
 from .encode.storage_path import writes
 from .encode.tree import live, node_has_page, node_len
 from .encode.sync import tracks_digest_round
@@ -205,7 +207,7 @@ def prefetch_queue(ctx, s, h, rv):
     uni = ctx.uni
 
     def entry(i, it):
-        q, anc, k, n, done = it
+        q, anc, k, n, done, f = it
         depth_q = uni.depth_of(q)
         anchor_ok = or_(
             and_(eq(k, 0), eq(anc, -1)),
@@ -213,11 +215,24 @@ def prefetch_queue(ctx, s, h, rv):
                  rv.live(anc), eq(sel(rv.host, anc), HOST_RESIDENT)),
         )
         return and_(q >= 0, q < ctx.k, k >= 0, n >= 1, eq(k + n, depth_q), anchor_ok,
-                    or_(eq(done, NOT_DONE), and_(done >= 0, le(done, n))))
+                    or_(eq(done, NOT_DONE), and_(done >= 0, le(done, n))), prefetch_flags(ctx, f, done))
 
     distinct_req = _distinct(rv.pq)
     return and_(le(rv.pq.n, rv.pq.cap), rv.pq.n >= 0, _list_entries(rv.pq, entry), distinct_req,
                 implies(not_(and_(ctx.cfg.prefetch, ctx.cfg.storage)), eq(rv.pq.n, 0)))
+
+
+def prefetch_flags(ctx, f, done):
+    """pflags (spec/prefetch_end.py): a timer fires only under the timeout policy; a
+    revoke terminates; an operation terminated but not revoked had its read fail (done
+    0); slots are freed early only by revoke-frees-in-flight, at the revoke."""
+    cfg = ctx.cfg
+    freed_ok = has(f, REVOKED) if cfg.has("revoke-frees-in-flight") else False
+    return and_(f >= 0, f < 2 * FREED,
+                implies(has(f, TIMED_OUT), cfg.timeout),
+                implies(has(f, REVOKED), and_(cfg.revoke, has(f, TERMINATED))),
+                implies(and_(has(f, TERMINATED), not_(has(f, REVOKED))), and_(cfg.read_fail, eq(done, 0))),
+                implies(has(f, FREED), freed_ok))
 
 
 def release_queue(ctx, s, h, rv):
