@@ -336,3 +336,19 @@ def test_release_safety_ignores_the_held_anchor_in_spec_and_both_encodings():
         spec = BY_NAME_SPEC["release_safety"].fn(m, s, a, t) is None
         assert transition_value(m, s, a, t, "release_safety") == spec, (a, s)
         assert transition_values(m, s, a, t, 0)["release_safety"] == spec, (a, s)
+
+
+@pytest.mark.parametrize("name", ["wt-prefetch-revoke-1r", "wt-prefetch-fail-1r", "variants/revoke-frees-in-flight"])
+def test_strengthening_invariants_hold_on_reachable_states(name):
+    """The strengthening invariants (prefetch_queue's flag clause, lock and reference
+    accounting) are true of reachable states: the proofs assume nothing the spec breaks."""
+    from tiercheck.proofs.agreement import concrete_ctx, lift
+    from tiercheck.proofs.formula import value
+    from tiercheck.proofs.strengthen import STRENGTHENING
+
+    m = model(name)
+    for s in _spread(_reachable(m), 30):
+        ctx = concrete_ctx(m)
+        terms = lift(ctx, m, s)
+        bad = [n for n, inv in STRENGTHENING.items() if not value(ctx.space, inv.fn(ctx, terms))]
+        assert not bad, (bad, s)
