@@ -25,6 +25,7 @@ FLAGS = (
     "timeout",  # prefetch_stop = "timeout" (a rank's timer firing lets it vote to terminate)
     "revoke",  # prefetch_revoke (the scheduler revokes an in-flight prefetch)
     "read_fail",  # prefetch_read_fail (a rank's read fails midway: mark_terminate)
+    "request_locks",  # running requests lock their device match (lock_request / unlock_request)
 )
 INTS = ("device_pages", "host_pages", "host_free_target", "fail_close_after", "durable_capacity", "refresh_rounds")
 
@@ -48,6 +49,7 @@ class ProofConfig:
     timeout: object
     revoke: object
     read_fail: object
+    request_locks: object
     device_pages: object
     host_pages: object
     host_free_target: object
@@ -116,6 +118,7 @@ class ProofConfig:
             timeout=cfg.prefetch_stop == "timeout",
             revoke=cfg.prefetch_revoke,
             read_fail=cfg.prefetch_read_fail,
+            request_locks=cfg.request_locks,
             device_pages=cfg.device_pages,
             host_pages=cfg.host_pages,
             host_free_target=cfg.host_free_target,

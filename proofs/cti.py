@@ -66,6 +66,7 @@ def _config(su, model, n_ranks, paths) -> Config:
         prefetch_stop="timeout" if val(cfg.timeout) else ("wait_complete" if val(cfg.wait_complete) else "best_effort"),
         prefetch_revoke=val(cfg.revoke),
         prefetch_read_fail=val(cfg.read_fail),
+        request_locks=val(cfg.request_locks),
         victim_order="lru" if val(cfg.lru) else "path",
         page_size=2 if val(cfg.paged) else 1,
         durable_capacity=val(cfg.durable_capacity),
@@ -161,6 +162,7 @@ def _config_dict(cfg: Config) -> Dict:
         "prefetch_stop": cfg.prefetch_stop,
         "prefetch_revoke": cfg.prefetch_revoke,
         "prefetch_read_fail": cfg.prefetch_read_fail,
+        "request_locks": cfg.request_locks,
         "victim_order": cfg.victim_order,
         "durable_capacity": cfg.durable_capacity,
         "page_size": cfg.page_size,
@@ -207,6 +209,7 @@ def render_state(m, s) -> Dict:
                     **({"pflags": rs.pflags[i]} if rs.pflags else {})}
                    for i, (q, d) in enumerate(zip(rs.pq, rs.pdone))],
             "relq": list(rs.relq),
+            **({"running": [{"req": r, "locked": _safe(name, e)} for r, e in rs.running]} if rs.running else {}),
             "plan": [_safe(name, e) for e in rs.plan], "mismatch": rs.mismatch, "closed": rs.closed,
             "dups": [_safe(name, e) for e in rs.dups], "digest": [_safe(name, e) for e in rs.digest],
         })

@@ -378,6 +378,27 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     return v2.set_node(release, href=lambda x: v2.href(x) - 1).named("released", u.facts)
 
 
+def lock_params(u) -> Dict:
+    """The request (its last page) and the page its device match ends at (on its path,
+    cached with a device copy)."""
+    out = {"req": fresh_page("req"), "last": fresh_page("last")}
+    u.facts.append(u.forest.le(out["last"], out["req"]))
+    return out
+
+
+def lock_request(u, v: Paged, a) -> Paged:
+    """lock_request on one rank: a node boundary at the device match's last page, the
+    locks on its path change (not followed)."""
+    last = a["last"]
+    u.facts.append(z3.And(v.cached(last), v.dev(v.own(last)) != ABSENT))
+    return havoc(_split(u, v, last), "locked", "lock").named("locked", u.facts)
+
+
+def unlock_request(u, v: Paged, a) -> Paged:
+    """unlock_request: lock counts change (not followed)."""
+    return havoc(v, "unlocked", "lock").named("unlocked", u.facts)
+
+
 def disabled(u) -> Dict:
     """An action enabled only under an option the proofs refuse (proofs.scope): never
     enabled, as in the bounded encoding (proofs/encode/actions.py)."""
@@ -471,9 +492,9 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("check_prefetch_progress", check_prefetch_params, check_prefetch_progress, PREFETCH_CHECK),
     # victim_order = "lru": a rank's own touch moves its clock only (not in the view)
     UAction("local_access", no_params, unchanged, ALL),
-    # request_locks is refused (proofs.scope): never enabled, as bounded
-    UAction("lock_request", disabled, unchanged, ALL),
-    UAction("unlock_request", disabled, unchanged, ALL),
+    # request locks: a split where the device match ends, lock counts not followed
+    UAction("lock_request", lock_params, lock_request, tuple(t for t in ALL if t != "counter_sanity")),
+    UAction("unlock_request", no_params, unlock_request, tuple(t for t in ALL if t != "counter_sanity")),
     UAction("write_dma_done", no_params, unchanged, ALL),
     UAction("load_dma_done", no_params, unchanged, ALL),
     UAction("prefetch_io", no_params, unchanged, ALL),

@@ -214,7 +214,7 @@ def prefix_closed(ctx, s):
 
 def replica_same(ctx, a: RV, b: RV):
     """replica(a) == replica(b): tree, tier states, pools, queues, fail-closed flag."""
-    parts = [eq(a.own[p], b.own[p]) for p in range(ctx.k)]
+    parts = [eq(a.own[p], b.own[p]) for p in range(ctx.k)] + [eq(a.run[p], b.run[p]) for p in range(ctx.k)]
     for e in range(ctx.k):
         la, lb = live(a, e), live(b, e)
         fields = and_(*(eq(getattr(a, f)[e], getattr(b, f)[e])

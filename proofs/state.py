@@ -46,6 +46,7 @@ class RV(NamedTuple):
     host_free: object
     durable: Tuple
     store: Tuple  # State.store[r], kept with the rank it belongs to
+    run: Tuple  # per page q: the node end the running request ending at q locked, -1: not running
     wq: SymList
     wdone: object
     lq: SymList
@@ -105,6 +106,7 @@ def rv_same(a: RV, b: RV):
     for p in range(k):
         parts.append(eq(a.durable[p], b.durable[p]))
         parts.append(eq(a.store[p], b.store[p]))
+        parts.append(eq(a.run[p], b.run[p]))
     for name in LISTS:
         parts.append(getattr(a, name).same(getattr(b, name)))
     return and_(*parts)
@@ -313,7 +315,7 @@ def symbolic_state(space, k: int, name: str, shared: bool = False) -> SState:
         return fn
 
     per_page = {}
-    for fld in ("own",) + NODE_FIELDS + ("durable", "store"):
+    for fld in ("own",) + NODE_FIELDS + ("durable", "store", "run"):
         sort = B if fld in BOOL_NODE_FIELDS + ("durable", "store") else I
         per_page[fld] = [f(f"{fld}[{p}]", sort) for p in range(k)]
     scalars = {}
@@ -328,7 +330,7 @@ def symbolic_state(space, k: int, name: str, shared: bool = False) -> SState:
 
     def rank_fn(h):
         r0 = space.r0 if shared else h
-        at = lambda fld: r0 if fld in ("own",) + NODE_FIELDS else h
+        at = lambda fld: r0 if fld in ("own", "run") + NODE_FIELDS else h  # running: replicated
         vals = {fld: tuple(fn(at(fld)) for fn in fs) for fld, fs in per_page.items()}
         vals.update({fld: fn(r0 if fld in REPLICA_SCALARS else h) for fld, fn in scalars.items()})
         for fld, (n, items) in lists.items():
@@ -368,7 +370,7 @@ def free_concrete_state(space, k: int, name: str) -> SState:
 
 def symbolic_state_rank(k: int, name: str) -> RV:
     vals = {}
-    for fld in ("own",) + NODE_FIELDS + ("durable", "store"):
+    for fld in ("own",) + NODE_FIELDS + ("durable", "store", "run"):
         if fld in BOOL_NODE_FIELDS + ("durable", "store"):
             vals[fld] = tuple(z3.Bool(f"{name}.{fld}[{p}]") for p in range(k))
         else:

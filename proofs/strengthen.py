@@ -248,7 +248,11 @@ def lock_accounting(ctx, s, h, rv):
     for x in range(ctx.k):
         loads = sum_([ite(and_(rv.lq.valid(i), uni.anc_sym(x, rv.lq.items[i][1])), 1, 0) for i in range(rv.lq.cap)])
         writing = ite(and_(eq(rv.host[x], WRITING), not_(ctx.cfg.wb)), 1, 0)
-        parts.append(implies(live(rv, x), eq(rv.lock[x], writing + loads)))
+        running = sum_([ite(and_(rv.run[q] >= 0, uni.anc_sym(x, rv.run[q])), 1, 0) for q in range(ctx.k)])
+        parts.append(implies(live(rv, x), eq(rv.lock[x], writing + loads + running)))
+    for q in range(ctx.k):  # a running request's lock names a live node on its own path
+        e = rv.run[q]
+        parts.append(or_(eq(e, -1), and_(ctx.cfg.request_locks, e >= 0, e < ctx.k, rv.live(e), uni.anc_sym(e, q))))
     return and_(*parts)
 
 
@@ -370,7 +374,8 @@ STRENGTHENING: Dict[str, Strengthening] = {
                       "host_mem_release_queue entries hold at least one page each"),
         Strengthening("lock_accounting", _every(lock_accounting),
                       "lock_ref = the node's own write lock (write-through staging) + the load-backs in flight "
-                      "below or at it"),
+                      "and the running requests' locks below or at it; a running request locks a live node on "
+                      "its own path"),
         Strengthening("href_accounting", _every(href_accounting),
                       "host_ref_counter = the storage backups covering the node + the prefetches anchored at it"),
         Strengthening("durable_cached", _every(durable_cached),

@@ -44,6 +44,10 @@ def rank_to_rv(m, rs: RankState, store_mask: int, k: int) -> RV:
     vals["host_free"] = rs.host_free
     vals["durable"] = tuple(bool(rs.durable >> p & 1) for p in range(k))
     vals["store"] = tuple(bool(store_mask >> p & 1) for p in range(k))
+    run = [-1] * k
+    for req, e in rs.running:
+        run[request_end(m, req)] = e
+    vals["run"] = tuple(run)
     vals["wq"] = SymList.of(k, rs.wq, 2)
     vals["wdone"] = rs.wdone
     vals["lq"] = SymList.of(k, rs.lq, 2)
@@ -121,6 +125,7 @@ def values_to_rank(vals: Dict, req_of_end, flags: bool = False) -> RankState:
         pdone=tuple(x[4] for x in vals["pq"]),
         pflags=tuple(x[5] for x in vals["pq"]) if flags else (),
         relq=relq,
+        running=tuple(sorted((req_of_end(q), e) for q, e in enumerate(vals["run"]) if e >= 0)),
         plan=tuple(x[0] for x in vals["plan"]),
         mismatch=vals["mismatch"],
         closed=vals["closed"],

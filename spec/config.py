@@ -120,8 +120,7 @@ class Config:
     slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
                            twin="Slots", symmetry=False, proofs=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
-                                   "(lock_request / unlock_request)", twin="RequestLocks", symmetry=False,
-                                   proofs=False)
+                                   "(lock_request / unlock_request)", twin="RequestLocks", symmetry=False)
 
     def pages_of(self, req) -> int:
         """Whole pages of a request (what insert caches)."""

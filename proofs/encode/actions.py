@@ -19,11 +19,11 @@ from ...spec.action import REPLICATED
 from ...spec.config import CONSTANTS, UNMODELLED
 from ...spec.model import ACTIONS
 from ..sym import and_, eq, not_
-from . import cp_planner, eviction, load_path, prefetch, prefetch_end, storage_path, write_path
+from . import cp_planner, eviction, load_path, prefetch, prefetch_end, request_locks, storage_path, write_path
 from .sync import round_due
 
 MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (cp_planner, eviction, load_path, prefetch, prefetch_end,
-                                                      storage_path, write_path)}
+                                                      request_locks, storage_path, write_path)}
 # Actions of a refused option that another, modelled key also enables (their guard says so).
 ALSO_ENABLED = {"local_access": "victim_order"}
 # Actions only a setting the proofs refuse enables (spec/config.py UNMODELLED).

@@ -166,7 +166,6 @@ def check_prefetch_progress(ctx, s, a):
     from ..state import HUNG, state_ite
 
     i = a["op"]
-    space = s.space
     vote = terminate_vote(ctx, s, i)
     waiting = state_ite(skips_vote(ctx, s, i), s.replace(hung=HUNG["check_prefetch_progress"]), s)
     return state_ite(vote, terminate_prefetch(ctx, s, a), waiting)

@@ -78,6 +78,7 @@ CASES = {
     "wt-prefetch-wait-2r": lambda m: _spread([s for seed in range(8) for s in walk(m, seed, 40) if _votes_differ(m, s)], 3),
     "variants/prefetch-vote-skipped": lambda m: _spread(
         [s for seed in range(8) for s in walk(m, seed, 40) if _votes_differ(m, s)], 3),
+    "request-locks-2r": lambda m: _spread([s for s in _reachable(m) if s.ranks[0].running], 3),
 }
 
 
@@ -338,10 +339,12 @@ def test_release_safety_ignores_the_held_anchor_in_spec_and_both_encodings():
         assert transition_values(m, s, a, t, 0)["release_safety"] == spec, (a, s)
 
 
-@pytest.mark.parametrize("name", ["wt-prefetch-revoke-1r", "wt-prefetch-fail-1r", "variants/revoke-frees-in-flight"])
+@pytest.mark.parametrize("name", ["wt-prefetch-revoke-1r", "wt-prefetch-fail-1r", "variants/revoke-frees-in-flight",
+                                  "request-locks-1r"])
 def test_strengthening_invariants_hold_on_reachable_states(name):
-    """The strengthening invariants (prefetch_queue's flag clause, lock and reference
-    accounting) are true of reachable states: the proofs assume nothing the spec breaks."""
+    """The strengthening invariants (prefetch_queue's flag clause, lock accounting with
+    the running requests' locks, reference accounting) are true of reachable states: the
+    proofs assume nothing the spec breaks."""
     from tiercheck.proofs.agreement import concrete_ctx, lift
     from tiercheck.proofs.formula import value
     from tiercheck.proofs.strengthen import STRENGTHENING
@@ -352,3 +355,22 @@ def test_strengthening_invariants_hold_on_reachable_states(name):
         terms = lift(ctx, m, s)
         bad = [n for n, inv in STRENGTHENING.items() if not value(ctx.space, inv.fn(ctx, terms))]
         assert not bad, (bad, s)
+
+
+def test_request_lock_steps_are_behaviours_of_the_page_sorted_encoding():
+    """Every explicit lock_request / unlock_request of request-locks-1r from a sample of
+    states (the split where the device match ends included) is admitted by the
+    page-sorted encoding, with the spec's transition property values."""
+    from tiercheck.proofs.epr_agreement import admits, transition_values
+
+    m = model("request-locks-1r")
+    seen = {}
+    for s in _spread(_reachable(m), 40):
+        for a in m.actions(s):
+            if a.name in ("lock_request", "unlock_request") and seen.get(a.name, 0) < 3:
+                t = m.next_state(s, a)
+                assert admits(m, s, a, t, 0), a
+                for n, v in transition_values(m, s, a, t, 0).items():
+                    assert v == (BY_NAME_SPEC[n].fn(m, s, a, t) is None), (n, a)
+                seen[a.name] = seen.get(a.name, 0) + 1
+    assert set(seen) == {"lock_request", "unlock_request"}, seen
