@@ -19,6 +19,7 @@ import z3
 
 from ..spec.model import Model
 from .config import ProofConfig
+from .formula import holds
 from .encode.actions import step
 from .encode.ctx import Ctx
 from .ranks import ConcreteRanks, SymbolicRanks
@@ -156,6 +157,22 @@ def admits(m: Model, s, a, t, rank_space="concrete") -> bool:
     goal = [st.guard, post_equals(ctx, st.post, m, t)] + bind(ctx, m, st.params, a)
     sol = _solver_with(ctx, goal)
     return sol.check() == z3.sat
+
+
+def transition_value(m: Model, s, a, t, name: str) -> bool:
+    """The bounded encoding's transition property ``name`` on the explicit step s --a--> t
+    (the step's parameters bound to the action's, so a step-dependent part such as
+    release_safety's held node is the step's)."""
+    from .properties import PROPERTIES
+
+    ctx = concrete_ctx(m)
+    pre = lift(ctx, m, s)
+    bind_lru(ctx, m, s)
+    bind_dlru(ctx, m, s)
+    st = step(ctx, pre, a.name)
+    goal = holds(ctx.space, PROPERTIES[name].fn(ctx, pre, a.name, lift(ctx, m, t)))
+    sol = _solver_with(ctx, bind(ctx, m, st.params, a) + [z3.Not(const(goal))])
+    return sol.check() == z3.unsat
 
 
 def extra_successor(m: Model, s, name: str, succs: List, rank_space="concrete"):

@@ -22,6 +22,10 @@ FLAGS = (
     "wait_complete",  # prefetch_stop = "wait_complete" (else best_effort)
     "lru",  # victim_order = "lru" (else page order)
     "paged",  # page_size > 1 (pages of several tokens: siblings may share a leading token)
+    "timeout",  # prefetch_stop = "timeout" (a rank's timer firing lets it vote to terminate)
+    "revoke",  # prefetch_revoke (the scheduler revokes an in-flight prefetch)
+    "read_fail",  # prefetch_read_fail (a rank's read fails midway: mark_terminate)
+    "request_locks",  # running requests lock their device match (lock_request / unlock_request)
 )
 INTS = ("device_pages", "host_pages", "host_free_target", "fail_close_after", "durable_capacity", "refresh_rounds")
 
@@ -42,6 +46,10 @@ class ProofConfig:
     wait_complete: object
     lru: object
     paged: object
+    timeout: object
+    revoke: object
+    read_fail: object
+    request_locks: object
     device_pages: object
     host_pages: object
     host_free_target: object
@@ -64,6 +72,7 @@ class ProofConfig:
         """What model_file._check_consistent and its ranges accept."""
         return [
             not_(and_(self.wb, self.sel)),
+            not_(and_(self.wait_complete, self.timeout)),  # one prefetch_stop
             implies(self.mirror, and_(self.storage, not_(self.wb))),
             implies(self.dupr, self.wb),
             implies(self.prefetch, self.storage),
@@ -106,6 +115,10 @@ class ProofConfig:
             wait_complete=cfg.prefetch_stop == "wait_complete",
             lru=cfg.lru,
             paged=cfg.page_size > 1,
+            timeout=cfg.prefetch_stop == "timeout",
+            revoke=cfg.prefetch_revoke,
+            read_fail=cfg.prefetch_read_fail,
+            request_locks=cfg.request_locks,
             device_pages=cfg.device_pages,
             host_pages=cfg.host_pages,
             host_free_target=cfg.host_free_target,

@@ -19,6 +19,7 @@ import z3
 from ..spec.action import act
 from ..spec.config import Config
 from ..spec.model import Model
+from ..spec.prefetch_end import tracks_flags
 from ..spec.properties import BY_NAME as SPEC_PROPERTIES
 from ..spec.state import DEV_NAMES, HOST_NAMES, live_nodes
 from .config import FLAGS
@@ -62,7 +63,10 @@ def _config(su, model, n_ranks, paths) -> Config:
         host_free_target=val(cfg.host_free_target),
         fail_close_after=val(cfg.fail_close_after),
         digest_bits=cfg.digest_bits,
-        prefetch_stop="wait_complete" if val(cfg.wait_complete) else "best_effort",
+        prefetch_stop="timeout" if val(cfg.timeout) else ("wait_complete" if val(cfg.wait_complete) else "best_effort"),
+        prefetch_revoke=val(cfg.revoke),
+        prefetch_read_fail=val(cfg.read_fail),
+        request_locks=val(cfg.request_locks),
         victim_order="lru" if val(cfg.lru) else "path",
         page_size=2 if val(cfg.paged) else 1,
         durable_capacity=val(cfg.durable_capacity),
@@ -99,12 +103,12 @@ def extract(su, model, target: str, action: str) -> Dict:
     hung = lambda s: model_value(model, const(s.hung))
     halted = lambda s: model_value(model, const(s.halted))
     out = {"target": target, "action": action, "config": _config_dict(cfg), "ranks": len(reps)}
-    post = values_to_state(post_vals, hung(su.post), halted(su.post), req_of_end)
+    post = values_to_state(post_vals, hung(su.post), halted(su.post), req_of_end, tracks_flags(cfg))
     if action == "init":
         out.update(step="init", pre=None, post=render_state(m, post))
         out["explicit"] = _explicit_invariant(m, target, post)
         return out
-    pre = values_to_state(pre_vals, hung(su.pre), halted(su.pre), req_of_end)
+    pre = values_to_state(pre_vals, hung(su.pre), halted(su.pre), req_of_end, tracks_flags(cfg))
     a = _action(su, model, reps, seen, m)
     out.update(step=str(a), action_json=a.to_json(), pre=render_state(m, pre), post=render_state(m, post))
     out["explicit"] = replay(m, pre, a, post, target)
@@ -156,6 +160,9 @@ def _config_dict(cfg: Config) -> Dict:
         "host_free_target": cfg.host_free_target,
         "fail_close_after": cfg.fail_close_after,
         "prefetch_stop": cfg.prefetch_stop,
+        "prefetch_revoke": cfg.prefetch_revoke,
+        "prefetch_read_fail": cfg.prefetch_read_fail,
+        "request_locks": cfg.request_locks,
         "victim_order": cfg.victim_order,
         "durable_capacity": cfg.durable_capacity,
         "page_size": cfg.page_size,
@@ -198,9 +205,11 @@ def render_state(m, s) -> Dict:
             "sq": [span(a, b) for a, b in rs.sq],
             "sdone": [{"reported": x.reported, "actual": x.actual} for x in rs.sdone],
             "pq": [{"req": _safe(page, m.pages.request_pages[q[0]][-1]) if 0 <= q[0] < len(m.pages.request_pages) else q[0],
-                    "anchor": _safe(name, q[1]), "k": q[2], "n": q[3], "pdone": d}
-                   for q, d in zip(rs.pq, rs.pdone)],
+                    "anchor": _safe(name, q[1]), "k": q[2], "n": q[3], "pdone": d,
+                    **({"pflags": rs.pflags[i]} if rs.pflags else {})}
+                   for i, (q, d) in enumerate(zip(rs.pq, rs.pdone))],
             "relq": list(rs.relq),
+            **({"running": [{"req": r, "locked": _safe(name, e)} for r, e in rs.running]} if rs.running else {}),
             "plan": [_safe(name, e) for e in rs.plan], "mismatch": rs.mismatch, "closed": rs.closed,
             "dups": [_safe(name, e) for e in rs.dups], "digest": [_safe(name, e) for e in rs.digest],
         })

@@ -319,8 +319,11 @@ def prefetch_params(u) -> Dict:
     """The anchor (the node ending where the request's cached match ends, host
     resident on every rank by the guard; none for a match of 0 pages), whether the
     agreed allocation succeeded, whether this rank ran evict_host."""
-    return {"anchor": fresh_page("anchor"), "has_anchor": z3.Bool(f"has_anchor!{next(_ids)}"),
-            "ok": z3.Bool(f"alloc_ok!{next(_ids)}"), "host_evict": z3.Bool(f"host_evict!{next(_ids)}")}
+    out = {"anchor": fresh_page("anchor"), "has_anchor": z3.Bool(f"has_anchor!{next(_ids)}"),
+           "ok": z3.Bool(f"alloc_ok!{next(_ids)}"), "host_evict": z3.Bool(f"host_evict!{next(_ids)}")}
+    # prefetch.held_during_step: the anchor, protected only while the step runs
+    out["held"] = lambda x: z3.And(out["has_anchor"], x == out["anchor"])
+    return out
 
 
 def prefetch_from_storage(u, v: Paged, a) -> Paged:
@@ -378,6 +381,27 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
         "released", u.facts)
 
 
+def lock_params(u) -> Dict:
+    """The request (its last page) and the page its device match ends at (on its path,
+    cached with a device copy)."""
+    out = {"req": fresh_page("req"), "last": fresh_page("last")}
+    u.facts.append(u.forest.le(out["last"], out["req"]))
+    return out
+
+
+def lock_request(u, v: Paged, a) -> Paged:
+    """lock_request on one rank: a node boundary at the device match's last page, the
+    locks on its path change (not followed)."""
+    last = a["last"]
+    u.facts.append(z3.And(v.cached(last), v.dev(v.own(last)) != ABSENT))
+    return havoc(_split(u, v, last), "locked", "lock").named("locked", u.facts)
+
+
+def unlock_request(u, v: Paged, a) -> Paged:
+    """unlock_request: lock counts change (not followed)."""
+    return havoc(v, "unlocked", "lock").named("unlocked", u.facts)
+
+
 def disabled(u) -> Dict:
     """An action enabled only under an option the proofs refuse (proofs.scope): never
     enabled, as in the bounded encoding (proofs/encode/actions.py)."""
@@ -409,8 +433,9 @@ def initial(u, v: Paged, a) -> Paged:
 
 
 def unchanged(u, v: Paged, a) -> Paged:
-    """write_dma_done, load_dma_done, prefetch_io, registry_skew: only queues, done
-    counts and registry order change, none of which the view holds."""
+    """write_dma_done, load_dma_done, prefetch_io, registry_skew, prefetch_timeout,
+    prefetch_read_fails, prefetch_revoke: only queues, done counts, prefetch flags and
+    registry order change, none of which the view holds."""
     return v
 
 
@@ -490,20 +515,22 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("evict", evict_params, evict, WRITES_REGISTRY),
     UAction("insert", insert_params, insert, WRITES_REGISTRY),
     UAction("load_back", node_param, load_back, ALL),
-    # release_safety fails here unbounded, and in the explicit spec (docs/proofs.md,
-    # "Found by the unbounded proofs"): left to the bounded audit until it is resolved
-    UAction("prefetch_from_storage", prefetch_params, prefetch_from_storage,
-            tuple(t for t in WRITES_REGISTRY if t != "release_safety")),
+    UAction("prefetch_from_storage", prefetch_params, prefetch_from_storage, WRITES_REGISTRY),
     UAction("check_prefetch_progress", check_prefetch_params, check_prefetch_progress, PREFETCH_CHECK),
     # victim_order = "lru": a rank's own touch moves its clock only (not in the view)
     UAction("local_access", no_params, unchanged, ALL),
-    # request_locks is refused (proofs.scope): never enabled, as bounded
-    UAction("lock_request", disabled, unchanged, ALL),
-    UAction("unlock_request", disabled, unchanged, ALL),
+    # request locks: a split where the device match ends, lock counts not followed
+    UAction("lock_request", lock_params, lock_request, tuple(t for t in ALL if t != "counter_sanity")),
+    UAction("unlock_request", no_params, unlock_request, tuple(t for t in ALL if t != "counter_sanity")),
     UAction("write_dma_done", no_params, unchanged, ALL),
     UAction("load_dma_done", no_params, unchanged, ALL),
     UAction("prefetch_io", no_params, unchanged, ALL),
     UAction("registry_skew", no_params, unchanged, ALL),
+    # how a prefetch ends (spec/prefetch_end.py): only its queue entry's flags and done
+    # count change; the revoke's retirement is the drain round's (drain_round)
+    UAction("prefetch_timeout", no_params, unchanged, ALL),
+    UAction("prefetch_read_fails", no_params, unchanged, ALL),
+    UAction("prefetch_revoke", no_params, unchanged, ALL),
     UAction("storage_backup_done", no_params, store_changes, ALL),
     UAction("store_lose", no_params, store_changes, ALL),
     # lock decrements need lock_accounting (queue contents) for counter_sanity

@@ -116,10 +116,20 @@ def admits(m, s, a, t, r: int) -> bool:
     return res == z3.sat
 
 
+def _bind_held(m, s, a, params, pages) -> list:
+    """The step's protected node (spec prefetch.held_during_step) as the explicit step has it."""
+    if "held" not in params:
+        return []
+    from ..spec.prefetch import held_during_step
+
+    held = held_during_step(m, s, a)
+    return [params["has_anchor"] == (held >= 0)] + ([params["anchor"] == pages[held]] if held >= 0 else [])
+
+
 def transition_values(m, s, a, t, r: int) -> Dict[str, bool]:
     """Every unbounded transition property on rank r of the explicit step s -a-> t."""
     u, pages, facts, pre, params, _post = step_setup(m, s, r, a.name)
     target, tf = _lift(m, t, r, u, pages)
-    base = facts + u.facts + tf
+    base = facts + u.facts + tf + _bind_held(m, s, a, params, pages)
     return _all_hold(pages, base, {n: p.fn(u, pre, target, params) for n, p in UPROPS.items()
                                    if p.kind == "transition" and covered(n, a.name)}, u.slot_consts)

@@ -104,7 +104,7 @@ def initial_state(ctx, space) -> SState:
             own=(-1,) * k, start=tuple(range(k)), dev=(0,) * k, host=(0,) * k, lock=(0,) * k,
             href=(0,) * k, hits=(0,) * k, lbp=(False,) * k, rel=(False,) * k,
             dev_free=cfg.device_pages, host_free=cfg.host_pages,
-            durable=(False,) * k, store=(False,) * k,
+            durable=(False,) * k, store=(False,) * k, run=(-1,) * k,
             wdone=0, ldone=0, relq_n=0, relq_sum=0, mismatch=0, closed=False,
         )
         for f, a in LISTS.items():

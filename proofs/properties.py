@@ -12,11 +12,13 @@ from typing import Callable, Dict, NamedTuple
 
 from ..spec.properties import BY_NAME as SPEC_PROPERTIES
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
+from ..spec.prefetch_end import FREED
 from .encode.host_eviction import can_reclaim_duplicate
+from .encode.prefetch_end import FLAGS, has
 from .encode.sync import digest_check_will_fire
 from .encode.tree import all_durable, is_device_leaf, live, node_has_page, node_len
 from .formula import Every, Fact
-from .state import RV
+from .state import NOT_DONE, RV
 from .sym import and_, eq, implies, ite, lt, le, ne, not_, or_, sel, sum_
 
 
@@ -61,11 +63,18 @@ def _pages_held(ctx, rv: RV, lst, first, dev_ok, host_ok, cond=True):
     return and_(*parts)
 
 
+def _prefetch_slots_held(rv):
+    """No L3->H read in flight into host slots already freed (prefetch_end.read_into_freed)."""
+    return and_(*(not_(and_(rv.pq.valid(i), has(it[FLAGS], FREED), eq(it[4], NOT_DONE)))
+                  for i, it in enumerate(rv.pq.items)))
+
+
 def no_use_after_free(ctx, s):
     def per_rank(h):
         rv = s.rank(h)
         reads_for_storage = not_(and_(ctx.cfg.single_writer, not_(s.space.is_r0(h))))
         return and_(
+            _prefetch_slots_held(rv),
             _pages_held(ctx, rv, rv.wq, rv.wdone, (RESIDENT,), (WRITING,)),
             _pages_held(ctx, rv, rv.lq, rv.ldone, (LOADING,), (HOST_RESIDENT,)),
             _pages_held(ctx, rv, rv.sq, rv.sdone.n, None, (HOST_RESIDENT,), reads_for_storage),
@@ -83,7 +92,9 @@ def device_held(ctx, rv: RV):
 
 def host_held(ctx, rv: RV):
     nodes = sum_([ite(and_(live(rv, e), ne(rv.host[e], ABSENT)), node_len(ctx, rv, e), 0) for e in range(ctx.k)])
-    pq = sum_([ite(rv.pq.valid(i), rv.pq.items[i][3], 0) for i in range(rv.pq.cap)])
+    # a prefetch whose slots were freed early (revoke-frees-in-flight) holds none
+    pq = sum_([ite(and_(rv.pq.valid(i), not_(has(rv.pq.items[i][FLAGS], FREED))), rv.pq.items[i][3], 0)
+               for i in range(rv.pq.cap)])
     return nodes + pq + rv.relq_sum
 
 
@@ -134,7 +145,10 @@ def durable_only_when_acked(ctx, s, name, t):
 
 
 def release_safety(ctx, s, name, t):
+    """As spec release_safety: a duplicate the step itself protected while its reclaim
+    ran (``ctx.held``, set by encode.actions.step) does not count as spared."""
     cfg = ctx.cfg
+    held = ctx.held
 
     def per_rank(h):
         rs, rt = s.rank(h), t.rank(h)
@@ -153,7 +167,7 @@ def release_safety(ctx, s, name, t):
             )
             spared = or_(*(
                 and_(
-                    rs.dups.valid(j), ne(rs.dups.items[j][0], e),
+                    rs.dups.valid(j), ne(rs.dups.items[j][0], e), ne(rs.dups.items[j][0], held),
                     live(rt, rs.dups.items[j][0]),
                     can_reclaim_duplicate(ctx, rt, rs.dups.items[j][0]),
                     not_(_device_leaf_at(ctx, rs, rs.dups.items[j][0])),
@@ -200,7 +214,7 @@ def prefix_closed(ctx, s):
 
 def replica_same(ctx, a: RV, b: RV):
     """replica(a) == replica(b): tree, tier states, pools, queues, fail-closed flag."""
-    parts = [eq(a.own[p], b.own[p]) for p in range(ctx.k)]
+    parts = [eq(a.own[p], b.own[p]) for p in range(ctx.k)] + [eq(a.run[p], b.run[p]) for p in range(ctx.k)]
     for e in range(ctx.k):
         la, lb = live(a, e), live(b, e)
         fields = and_(*(eq(getattr(a, f)[e], getattr(b, f)[e])

@@ -5,7 +5,8 @@
 exactly as ``RankState.nodes[end]`` is. A dead node (``nodes[end] is None``) is a page
 with ``own[end] != end``; its field slots are don't-cares. Queues are ``SymList``s of at
 most K entries (the proofs show they never overflow); ``pq`` entries carry the rank's
-``pdone`` value as a fifth component and name their request by its last page.
+``pdone`` value as a fifth component and its ``pflags`` as a sixth (0 where the config
+tracks none), and name their request by its last page.
 ``host_mem_release_queue`` is kept as (count, total pages): the drain round frees the
 first MIN-over-ranks entries, and every rank appends identical entries in the same sync
 round, so the MIN always covers the whole queue (see docs/proofs.md).
@@ -45,13 +46,14 @@ class RV(NamedTuple):
     host_free: object
     durable: Tuple
     store: Tuple  # State.store[r], kept with the rank it belongs to
+    run: Tuple  # per page q: the node end the running request ending at q locked, -1: not running
     wq: SymList
     wdone: object
     lq: SymList
     ldone: object
     sq: SymList
     sdone: SymList  # (reported, actual)
-    pq: SymList  # (request end page, anchor, k, n, pdone)
+    pq: SymList  # (request end page, anchor, k, n, pdone, pflags)
     relq_n: object
     relq_sum: object
     plan: SymList
@@ -86,7 +88,7 @@ class RV(NamedTuple):
         return rv
 
 
-LISTS = {"wq": 2, "lq": 2, "sq": 2, "sdone": 2, "pq": 5, "plan": 1, "dups": 1, "digest": 1}
+LISTS = {"wq": 2, "lq": 2, "sq": 2, "sdone": 2, "pq": 6, "plan": 1, "dups": 1, "digest": 1}
 
 
 def rv_same(a: RV, b: RV):
@@ -104,6 +106,7 @@ def rv_same(a: RV, b: RV):
     for p in range(k):
         parts.append(eq(a.durable[p], b.durable[p]))
         parts.append(eq(a.store[p], b.store[p]))
+        parts.append(eq(a.run[p], b.run[p]))
     for name in LISTS:
         parts.append(getattr(a, name).same(getattr(b, name)))
     return and_(*parts)
@@ -312,7 +315,7 @@ def symbolic_state(space, k: int, name: str, shared: bool = False) -> SState:
         return fn
 
     per_page = {}
-    for fld in ("own",) + NODE_FIELDS + ("durable", "store"):
+    for fld in ("own",) + NODE_FIELDS + ("durable", "store", "run"):
         sort = B if fld in BOOL_NODE_FIELDS + ("durable", "store") else I
         per_page[fld] = [f(f"{fld}[{p}]", sort) for p in range(k)]
     scalars = {}
@@ -327,13 +330,13 @@ def symbolic_state(space, k: int, name: str, shared: bool = False) -> SState:
 
     def rank_fn(h):
         r0 = space.r0 if shared else h
-        at = lambda fld: r0 if fld in ("own",) + NODE_FIELDS else h
+        at = lambda fld: r0 if fld in ("own", "run") + NODE_FIELDS else h  # running: replicated
         vals = {fld: tuple(fn(at(fld)) for fn in fs) for fld, fs in per_page.items()}
         vals.update({fld: fn(r0 if fld in REPLICA_SCALARS else h) for fld, fn in scalars.items()})
         for fld, (n, items) in lists.items():
             if fld in REPLICA_LISTS:
                 vals[fld] = SymList(k, n(r0), [tuple(c(r0) for c in it) for it in items])
-            elif fld == "pq":  # request, anchor, k, n replicated; pdone per rank
+            elif fld == "pq":  # request, anchor, k, n replicated; pdone, pflags per rank
                 vals[fld] = SymList(k, n(r0), [tuple(c(r0) if j < 4 else c(h) for j, c in enumerate(it)) for it in items])
             else:
                 vals[fld] = SymList(k, n(h), [tuple(c(h) for c in it) for it in items])
@@ -367,7 +370,7 @@ def free_concrete_state(space, k: int, name: str) -> SState:
 
 def symbolic_state_rank(k: int, name: str) -> RV:
     vals = {}
-    for fld in ("own",) + NODE_FIELDS + ("durable", "store"):
+    for fld in ("own",) + NODE_FIELDS + ("durable", "store", "run"):
         if fld in BOOL_NODE_FIELDS + ("durable", "store"):
             vals[fld] = tuple(z3.Bool(f"{name}.{fld}[{p}]") for p in range(k))
         else:

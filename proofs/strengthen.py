@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Callable, Dict, NamedTuple
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
+from ..spec.prefetch_end import FREED, REVOKED, TERMINATED, TIMED_OUT
+from .encode.prefetch_end import has
 from .encode.storage_path import writes
 from .encode.tree import live, node_has_page, node_len
 from .encode.sync import tracks_digest_round
@@ -205,7 +207,7 @@ def prefetch_queue(ctx, s, h, rv):
     uni = ctx.uni
 
     def entry(i, it):
-        q, anc, k, n, done = it
+        q, anc, k, n, done, f = it
         depth_q = uni.depth_of(q)
         anchor_ok = or_(
             and_(eq(k, 0), eq(anc, -1)),
@@ -213,11 +215,24 @@ def prefetch_queue(ctx, s, h, rv):
                  rv.live(anc), eq(sel(rv.host, anc), HOST_RESIDENT)),
         )
         return and_(q >= 0, q < ctx.k, k >= 0, n >= 1, eq(k + n, depth_q), anchor_ok,
-                    or_(eq(done, NOT_DONE), and_(done >= 0, le(done, n))))
+                    or_(eq(done, NOT_DONE), and_(done >= 0, le(done, n))), prefetch_flags(ctx, f, done))
 
     distinct_req = _distinct(rv.pq)
     return and_(le(rv.pq.n, rv.pq.cap), rv.pq.n >= 0, _list_entries(rv.pq, entry), distinct_req,
                 implies(not_(and_(ctx.cfg.prefetch, ctx.cfg.storage)), eq(rv.pq.n, 0)))
+
+
+def prefetch_flags(ctx, f, done):
+    """pflags (spec/prefetch_end.py): a timer fires only under the timeout policy; a
+    revoke terminates; an operation terminated but not revoked had its read fail (done
+    0); slots are freed early only by revoke-frees-in-flight, at the revoke."""
+    cfg = ctx.cfg
+    freed_ok = has(f, REVOKED) if cfg.has("revoke-frees-in-flight") else False
+    return and_(f >= 0, f < 2 * FREED,
+                implies(has(f, TIMED_OUT), cfg.timeout),
+                implies(has(f, REVOKED), and_(cfg.revoke, has(f, TERMINATED))),
+                implies(and_(has(f, TERMINATED), not_(has(f, REVOKED))), and_(cfg.read_fail, eq(done, 0))),
+                implies(has(f, FREED), freed_ok))
 
 
 def release_queue(ctx, s, h, rv):
@@ -233,7 +248,11 @@ def lock_accounting(ctx, s, h, rv):
     for x in range(ctx.k):
         loads = sum_([ite(and_(rv.lq.valid(i), uni.anc_sym(x, rv.lq.items[i][1])), 1, 0) for i in range(rv.lq.cap)])
         writing = ite(and_(eq(rv.host[x], WRITING), not_(ctx.cfg.wb)), 1, 0)
-        parts.append(implies(live(rv, x), eq(rv.lock[x], writing + loads)))
+        running = sum_([ite(and_(rv.run[q] >= 0, uni.anc_sym(x, rv.run[q])), 1, 0) for q in range(ctx.k)])
+        parts.append(implies(live(rv, x), eq(rv.lock[x], writing + loads + running)))
+    for q in range(ctx.k):  # a running request's lock names a live node on its own path
+        e = rv.run[q]
+        parts.append(or_(eq(e, -1), and_(ctx.cfg.request_locks, e >= 0, e < ctx.k, rv.live(e), uni.anc_sym(e, q))))
     return and_(*parts)
 
 
@@ -355,7 +374,8 @@ STRENGTHENING: Dict[str, Strengthening] = {
                       "host_mem_release_queue entries hold at least one page each"),
         Strengthening("lock_accounting", _every(lock_accounting),
                       "lock_ref = the node's own write lock (write-through staging) + the load-backs in flight "
-                      "below or at it"),
+                      "and the running requests' locks below or at it; a running request locks a live node on "
+                      "its own path"),
         Strengthening("href_accounting", _every(href_accounting),
                       "host_ref_counter = the storage backups covering the node + the prefetches anchored at it"),
         Strengthening("durable_cached", _every(durable_cached),

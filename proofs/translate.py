@@ -44,6 +44,10 @@ def rank_to_rv(m, rs: RankState, store_mask: int, k: int) -> RV:
     vals["host_free"] = rs.host_free
     vals["durable"] = tuple(bool(rs.durable >> p & 1) for p in range(k))
     vals["store"] = tuple(bool(store_mask >> p & 1) for p in range(k))
+    run = [-1] * k
+    for req, e in rs.running:
+        run[request_end(m, req)] = e
+    vals["run"] = tuple(run)
     vals["wq"] = SymList.of(k, rs.wq, 2)
     vals["wdone"] = rs.wdone
     vals["lq"] = SymList.of(k, rs.lq, 2)
@@ -51,7 +55,8 @@ def rank_to_rv(m, rs: RankState, store_mask: int, k: int) -> RV:
     vals["sq"] = SymList.of(k, rs.sq, 2)
     vals["sdone"] = SymList.of(k, [(a.reported, a.actual) for a in rs.sdone], 2)
     vals["pq"] = SymList.of(
-        k, [(request_end(m, q[0]), q[1], q[2], q[3], d) for q, d in zip(rs.pq, rs.pdone)], 5
+        k, [(request_end(m, q[0]), q[1], q[2], q[3], d, rs.pflags[i] if rs.pflags else 0)
+            for i, (q, d) in enumerate(zip(rs.pq, rs.pdone))], 6
     )
     vals["relq_n"] = len(rs.relq)
     vals["relq_sum"] = sum(rs.relq)
@@ -91,7 +96,8 @@ def rv_values(model, rv: RV) -> Dict:
     return out
 
 
-def values_to_rank(vals: Dict, req_of_end) -> RankState:
+def values_to_rank(vals: Dict, req_of_end, flags: bool = False) -> RankState:
+    """``flags``: the config tracks per-prefetch flags (prefetch_end.tracks_flags)."""
     k = len(vals["own"])
     nodes = []
     for e in range(k):
@@ -117,7 +123,9 @@ def values_to_rank(vals: Dict, req_of_end) -> RankState:
         sdone=tuple(StorageAck(*x) for x in vals["sdone"]),
         pq=tuple((req_of_end(x[0]), x[1], x[2], x[3]) for x in vals["pq"]),
         pdone=tuple(x[4] for x in vals["pq"]),
+        pflags=tuple(x[5] for x in vals["pq"]) if flags else (),
         relq=relq,
+        running=tuple(sorted((req_of_end(q), e) for q, e in enumerate(vals["run"]) if e >= 0)),
         plan=tuple(x[0] for x in vals["plan"]),
         mismatch=vals["mismatch"],
         closed=vals["closed"],
@@ -126,8 +134,8 @@ def values_to_rank(vals: Dict, req_of_end) -> RankState:
     )
 
 
-def values_to_state(rank_vals: List[Dict], hung: int, halted: int, req_of_end) -> State:
-    ranks = tuple(values_to_rank(v, req_of_end) for v in rank_vals)
+def values_to_state(rank_vals: List[Dict], hung: int, halted: int, req_of_end, flags: bool = False) -> State:
+    ranks = tuple(values_to_rank(v, req_of_end, flags) for v in rank_vals)
     store = tuple(sum(1 << p for p, b in enumerate(v["store"]) if b) for v in rank_vals)
     halt_names = {v: k for k, v in HALT_WHERE.items()}
     return State(

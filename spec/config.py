@@ -85,10 +85,10 @@ class Config:
     prefetch_stop: str = constant("best_effort", "prefetch stop policy (PREFETCH_STOPS)", twin="PrefetchStop")
     # How else a prefetch ends (spec/prefetch_end.py): the scheduler revokes it on every
     # rank; a rank's read fails midway and that rank marks the operation terminated.
-    prefetch_revoke: bool = constant(False, "the scheduler may revoke an in-flight prefetch", proofs=False,
+    prefetch_revoke: bool = constant(False, "the scheduler may revoke an in-flight prefetch",
                                      symmetry=False)
     prefetch_read_fail: bool = constant(False, "a rank's prefetch read may fail midway (mark_terminate)",
-                                        proofs=False, symmetry=False)
+                                        symmetry=False)
     # Seed 000's durable LRU (spec/durable.py): its bound in pages (0: unbounded) and the
     # anti-churn age gate in drain rounds (0: a fully durable node is never staged again).
     durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", twin="DurableCapacity",
@@ -120,8 +120,7 @@ class Config:
     slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
                            twin="Slots", symmetry=False, proofs=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
-                                   "(lock_request / unlock_request)", twin="RequestLocks", symmetry=False,
-                                   proofs=False)
+                                   "(lock_request / unlock_request)", twin="RequestLocks", symmetry=False)
     # Eviction the scheduler's steps do by themselves (seed 004's evict(num_tokens), LRU
     # by victim order) instead of separate evict steps (spec/eviction.py evict_lru).
     insert_evicts: bool = constant(False, "an insert without device room first evicts leaves by victim order "
@@ -194,7 +193,7 @@ class Unmodelled(NamedTuple):
 UNMODELLED = (
     Unmodelled(lambda c: c.prefetch_stop == "timeout", 'prefetch_stop = "timeout"',
                twin="no prefetch_timeout operator",
-               proofs="the encoding's vote has best_effort and wait_complete only, and no prefetch_timeout step",
+               proofs="",
                actions=("prefetch_timeout",)),
     Unmodelled(lambda c: c.cp_planner and c.victim_order == "lru", 'victim_order = "lru" with cp_planner',
                twin="the twin's planner breaks ties by end page", proofs=""),

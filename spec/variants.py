@@ -252,7 +252,6 @@ VARIANTS = {
             "check_prefetch_progress: a rank's own timeout decides, without the MAX vote",
             "no_collective_hang",
             action="check_prefetch_progress", twin=False,
-            proof=OUT_OF_SCOPE + " needs the timeout stop policy (prefetch_stop), which the proofs do not encode",
             catalogue=False,
         ),
         Variant(
@@ -266,7 +265,6 @@ VARIANTS = {
             "once every rank's read has settled",
             "no_use_after_free",
             action="prefetch_revoke", twin=False,
-            proof=OUT_OF_SCOPE + " needs revoke (prefetch_revoke), which the proofs do not encode",
             catalogue=False,
         ),
         Variant(

@@ -19,11 +19,11 @@ from ...spec.action import REPLICATED
 from ...spec.config import CONSTANTS, UNMODELLED
 from ...spec.model import ACTIONS
 from ..sym import and_, eq, not_
-from . import cp_planner, eviction, load_path, prefetch, storage_path, write_path
+from . import cp_planner, eviction, load_path, prefetch, prefetch_end, request_locks, storage_path, write_path
 from .sync import round_due
 
-MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (cp_planner, eviction, load_path, prefetch, storage_path,
-                                                      write_path)}
+MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (cp_planner, eviction, load_path, prefetch, prefetch_end,
+                                                      request_locks, storage_path, write_path)}
 # Actions of a refused option that another, modelled key also enables (their guard says so).
 ALSO_ENABLED = {"local_access": "victim_order"}
 # Actions only a setting the proofs refuse enables (spec/config.py UNMODELLED).
@@ -83,8 +83,11 @@ class Step(NamedTuple):
 
 
 def step(ctx, s, name: str) -> Step:
+    """Also sets ``ctx.held``: the node the step holds a host reference on only while it
+    runs (spec/prefetch.py held_during_step; -1: none), which release_safety ignores."""
     enc = BY_NAME[name]
     params = enc.params(ctx, s)
+    ctx.held = prefetch.held_during_step(ctx, s, params) if name == "prefetch_from_storage" else -1
     guard = and_(eq(s.hung, 0), eq(s.halted, 0), enc.guard(ctx, s, params))
     if enc.kind == REPLICATED:
         guard = and_(guard, not_(round_due(ctx, s)))

@@ -31,6 +31,7 @@ class Ctx:
         self.lru_positions = None
         self.clock_positions = None
         self.dlru_of = None  # concrete states: per rank, the durable LRU (encode.durable)
+        self.held = -1  # the node the step protects only while it runs (encode.actions.step)
 
     def clock_of(self, h):
         """A rank's wall-clock positions (concrete states only), for a rank handle or an

@@ -6,7 +6,9 @@ from __future__ import annotations
 from ...spec.state import ABSENT, HOST_RESIDENT
 from ..state import NOT_DONE, RV
 from ..sym import SymList, and_, const, eq, implies, ite, max2, ne, not_, or_, sel, sum_
+from ...spec.prefetch_end import REVOKED
 from .host_eviction import allocate_host
+from .prefetch_end import FLAGS, has, skips_vote, terminate_vote
 from .tree import add_node, ensure_boundary, live
 from .write_path import fail_param, rank_param, rank_view
 
@@ -73,6 +75,12 @@ def prefetch_guard(ctx, s, a):
     return and_(not_(space.any(busy)), u0, space.all(same), hit)
 
 
+def held_during_step(ctx, s, a):
+    """prefetch.held_during_step: the anchor protect_host holds while the step's fallback
+    evict_host runs (-1 for a match of 0 pages)."""
+    return anchor(ctx, s.rank(s.space.r0), a["req"])[2]
+
+
 def prefetch_from_storage(ctx, s, a):
     """protect_host(anchor), reserve host slots for the missing pages, start the reads."""
     q = a["req"]
@@ -91,7 +99,7 @@ def prefetch_from_storage(ctx, s, a):
         rv = protect(rv, -1, not_(ok))
         return rv._replace(
             host_free=ite(ok, rv.host_free - n, rv.host_free),
-            pq=rv.pq.append((q, anc, k, n, NOT_DONE), ok),
+            pq=rv.pq.append((q, anc, k, n, NOT_DONE, 0), ok),
         )
 
     return alloc.map(finish)
@@ -116,7 +124,7 @@ def prefetch_io(ctx, s, a):
     uni = ctx.uni
 
     def on_rank(h, rv):
-        q, _anc, k, n, _d = rv.pq.at(i)
+        q, _anc, k, n = rv.pq.at(i)[:4]
         held = source_store(ctx, s, h)
         got = sum_([
             ite(and_(uni.anc_sym(p, q), uni.depth[p] > k, uni.depth[p] <= k + n,
@@ -124,7 +132,7 @@ def prefetch_io(ctx, s, a):
             for p in range(ctx.k)
         ])
         items = [
-            ite(eq(i, j), (it[0], it[1], it[2], it[3], got), it) for j, it in enumerate(rv.pq.items)
+            ite(eq(i, j), it[:4] + (got,) + it[5:], it) for j, it in enumerate(rv.pq.items)
         ]
         return rv._replace(pq=SymList(rv.pq.cap, rv.pq.n, items, rv.pq.overflow))
 
@@ -147,28 +155,19 @@ def check_prefetch_guard(ctx, s, a):
         pq = s.rank(h).pq
         return and_(i < pq.n, eq(pq.at(i)[:4], op0[:4]))
 
-    return and_(i < n0, space.all(same))
-
-
-def can_terminate(ctx, rv: RV, i):
-    """A rank's vote (prefetch.can_terminate): best_effort always, wait_complete once its
-    read has finished."""
-    return or_(not_(ctx.cfg.wait_complete), ne(rv.pq.at(i)[4], NOT_DONE))
+    # a revoked prefetch is no longer checked: the drain round retires it
+    return and_(i < n0, space.all(same), not_(has(op0[FLAGS], REVOKED)))
 
 
 def check_prefetch_progress(ctx, s, a):
-    """Terminate once the MAX vote says every rank can (else a stuttering step, or with
-    prefetch-vote-skipped a hang when some rank went ahead alone), then
-    ``terminate_prefetch``."""
+    """Terminate once the MAX vote says so (prefetch_end.terminate_vote; else a
+    stuttering step, or with prefetch-vote-skipped / timeout-local-vote a hang when some
+    rank went ahead alone), then ``terminate_prefetch``."""
     from ..state import HUNG, state_ite
 
     i = a["op"]
-    space = s.space
-    vote = space.all(lambda h: can_terminate(ctx, s.rank(h), i))
-    waiting = s
-    if ctx.cfg.has("prefetch-vote-skipped"):
-        alone = space.any(lambda h: can_terminate(ctx, s.rank(h), i))
-        waiting = state_ite(alone, s.replace(hung=HUNG["check_prefetch_progress"]), s)
+    vote = terminate_vote(ctx, s, i)
+    waiting = state_ite(skips_vote(ctx, s, i), s.replace(hung=HUNG["check_prefetch_progress"]), s)
     return state_ite(vote, terminate_prefetch(ctx, s, a), waiting)
 
 
@@ -180,7 +179,7 @@ def terminate_prefetch(ctx, s, a):
     completed = space.min(lambda h: max2(s.rank(h).pq.at(i)[4], 0))
 
     def on_rank(h, rv):
-        q, anc, k, n, _d = rv.pq.at(i)
+        q, anc, k, n = rv.pq.at(i)[:4]
         fetched = [and_(uni.anc_sym(p, q), uni.depth[p] > k, uni.depth[p] <= k + completed) for p in range(ctx.k)]
         have_p = [
             and_(fetched[p], *(implies(and_(fetched[x], uni.anc[x][p]), rv.own[x] >= 0) for x in range(p + 1)))

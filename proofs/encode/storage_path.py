@@ -8,6 +8,7 @@ from ..state import HALT_WHERE, RV, SKIP, state_ite
 from ..sym import lt, SymList, and_, const, eq, implies, ite, max2, ne, not_, or_, sel, sum_
 from .durable import capped, lru_view
 from .host_eviction import is_redundant_mirror
+from .prefetch_end import retire_revoked, revokes_ready
 from .sync import digest_round, negated_pairs_agree, wire_digest
 from .tree import covers, free_node_host, live, node_len
 from .write_path import rank_param, rank_view
@@ -128,6 +129,7 @@ def drain_guard(ctx, s, a):
     # Runs every iteration while storage operations are outstanding; MIN may be 0.
     return or_(
         space.any(lambda h: or_(s.rank(h).sq.n > 0, s.rank(h).relq_n > 0)),
+        revokes_ready(ctx, s),
         mirror_work_pending(ctx, s),
     )
 
@@ -146,7 +148,8 @@ def synced_completed(ctx, s, i):
 
 def drain_storage_control_queues(ctx, s, a):
     cfg, space = ctx.cfg, s.space
-    s2, halt = digest_round(ctx, s, "drain_storage_control_queues")
+    digested, halt = digest_round(ctx, s, "drain_storage_control_queues")
+    s2 = retire_revoked(ctx, digested)  # _drain_revoke runs first in the seed's drain
     nb = space.min(lambda h: s2.rank(h).sdone.n)
     nr = space.min(lambda h: s2.rank(h).relq_n)
     completed = [synced_completed(ctx, s2, i) for i in range(ctx.k)]
@@ -199,7 +202,7 @@ def drain_storage_control_queues(ctx, s, a):
     # The triples ride this round's all-reduce: committable entries are taken before the acks.
     released = release_round(ctx, acked, lambda h: committable(ctx, s2.rank(h)), None if late else mark_all)
     done = state_ite(mirror, released, acked if late else mark_all(acked))
-    return state_ite(halt, s2.replace(halted=HALT_WHERE["drain_storage_control_queues"]), done)
+    return state_ite(halt, digested.replace(halted=HALT_WHERE["drain_storage_control_queues"]), done)
 
 
 def release_round(ctx, s, entries, then=None):

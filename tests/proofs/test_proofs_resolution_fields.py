@@ -78,6 +78,7 @@ CASES = {
     "wt-prefetch-wait-2r": lambda m: _spread([s for seed in range(8) for s in walk(m, seed, 40) if _votes_differ(m, s)], 3),
     "variants/prefetch-vote-skipped": lambda m: _spread(
         [s for seed in range(8) for s in walk(m, seed, 40) if _votes_differ(m, s)], 3),
+    "request-locks-2r": lambda m: _spread([s for s in _reachable(m) if s.ranks[0].running], 3),
 }
 
 
@@ -94,7 +95,7 @@ def test_prefetch_vote_skipped_fails_no_collective_hang_with_a_cti():
     r = next(r for r in prove_action("check_prefetch_progress", ["no_collective_hang"],
                                      variants=frozenset({"prefetch-vote-skipped"}), k=2))
     assert r.status == "failed" and r.cti["post"]["hung"] == "check_prefetch_progress"
-    assert r.cti["config"]["prefetch_stop"] == "wait_complete"
+    assert r.cti["config"]["prefetch_stop"] in ("wait_complete", "timeout")  # a vote that can say wait
 
 
 def test_durable_evicted_while_planned_fails_rank_agreement_with_a_cti():
@@ -235,3 +236,141 @@ def test_the_audit_lists_the_page_sorted_only_obligations_when_unbounded():
     assert "slot_ownership" not in audit_targets("insert", False)
     assert "slot_ownership" in audit_targets("insert", True)
     assert "prefix_closed" in audit_targets("insert", False)
+
+
+# --- how a prefetch ends: prefetch_stop = "timeout", prefetch_read_fail, prefetch_revoke ----
+
+ENDINGS = ("wt-prefetch-timeout-2r", "wt-prefetch-fail-1r", "wt-prefetch-revoke-1r",
+           "variants/timeout-local-vote", "variants/revoke-frees-in-flight")
+
+
+def _retiring(m, s):
+    """A drain round is about to retire a revoke."""
+    from tiercheck.spec.prefetch_end import revokes_ready
+
+    return bool(revokes_ready(m, s))
+
+
+def _voting(m, s):
+    """The flags decide check_prefetch_progress: its vote (or the variant's skipped vote)
+    differs from what it would be with every flag clear."""
+    from tiercheck.spec.prefetch_end import skips_vote, terminate_vote
+
+    clear = s._replace(ranks=tuple(rs._replace(pflags=(0,) * len(rs.pflags)) for rs in s.ranks))
+    return any((terminate_vote(m, s, i), skips_vote(m, s, i)) != (terminate_vote(m, clear, i), skips_vote(m, clear, i))
+               for i in range(len(s.ranks[0].pq)))
+
+
+def _read_failed(m, s):
+    """Some rank's read failed (terminated, not revoked): the vote's terminated half."""
+    from tiercheck.spec.prefetch_end import REVOKED, TERMINATED
+
+    return any(f & TERMINATED and not f & REVOKED for rs in s.ranks for f in rs.pflags)
+
+
+@pytest.mark.parametrize("name", ENDINGS)
+def test_prefetch_endings_encoding_agrees_with_the_spec(name):
+    """Both directions of every action on states where a prefetch's flags matter: a
+    drain about to retire a revoke, a vote the flags decide, a read that failed (the
+    checks fail when the retirement frees nothing, the vote ignores a fired timer or
+    drops its terminated half)."""
+    m = model(name)
+    reach = _reachable(m)
+    states = [x for pick in (_retiring, _voting, _read_failed) for x in _spread([s for s in reach if pick(m, s)], 2)]
+    assert states, f"{name}: no state carries a prefetch flag"
+    for s in states:
+        assert check_state(m, s) == []
+
+
+def test_prefetch_endings_invariants_have_the_spec_values():
+    """no_use_after_free and slot_conservation (the pq entries' flags: a read in flight
+    into freed slots, slots no longer held) on every reachable state of the revoke variant
+    and the fail model: the bounded encoding agrees with spec/properties.py, both values
+    of no_use_after_free seen."""
+    from tiercheck.proofs.snapshot import z3_invariant_check
+
+    seen = set()
+    for name in ("variants/revoke-frees-in-flight", "wt-prefetch-fail-1r"):
+        m = model(name)
+        for s in _reachable(m):
+            failing = z3_invariant_check(m, s)
+            for prop in ("no_use_after_free", "slot_conservation"):
+                spec = BY_NAME_SPEC[prop].fn(m, s) is None
+                assert (prop not in failing) == spec, (name, prop, s)
+                seen.add((prop, spec))
+    assert ("no_use_after_free", False) in seen and ("no_use_after_free", True) in seen
+
+
+@pytest.mark.parametrize("variant,action,target", [
+    ("timeout-local-vote", "check_prefetch_progress", "no_collective_hang"),
+    ("revoke-frees-in-flight", "prefetch_revoke", "no_use_after_free"),
+])
+def test_prefetch_ending_variants_fail_with_a_cti_the_spec_replays(variant, action, target):
+    r = next(r for r in prove_action(action, [target], variants=frozenset({variant}), k=2))
+    assert r.status == "failed"
+    assert r.cti["explicit"]["successor"] == "same" and r.cti["explicit"]["property"]
+    cfg = r.cti["config"]
+    assert cfg["prefetch_stop"] == "timeout" if variant == "timeout-local-vote" else cfg["prefetch_revoke"]
+    assert [x.status for x in prove_action(action, [target], k=2)] == ["proved"]
+
+
+# --- release_safety: the node the step itself protects ------------------------------------
+
+
+def test_release_safety_ignores_the_held_anchor_in_spec_and_both_encodings():
+    """wb-reclaim-prefetch-1r: a prefetch_from_storage whose reclaim demoted a device
+    leaf while its own anchor, protected during the step, was a reclaimable non-leaf
+    duplicate. spec release_safety holds there only because it ignores the held node
+    (prefetch.held_during_step); the bounded and the page-sorted encodings give the same
+    value, and every other prefetch step of the model agrees too."""
+    from tiercheck.proofs.agreement import transition_value
+    from tiercheck.proofs.epr_agreement import transition_values
+    from tiercheck.spec.prefetch import held_during_step
+    from tiercheck.spec.properties import _release_ok
+
+    m = model("wb-reclaim-prefetch-1r")
+    steps = [(s, a, m.next_state(s, a)) for s in _reachable(m) for a in m.actions(s) if a.name == "prefetch_from_storage"]
+    held = [x for x in steps if held_during_step(m, x[0], x[1]) >= 0
+            and _release_ok(m, x[0].ranks[0], x[2].ranks[0], -1)]
+    assert held, "no step where the held anchor matters"
+    for s, a, t in held[:1] + _spread(steps, 2):
+        spec = BY_NAME_SPEC["release_safety"].fn(m, s, a, t) is None
+        assert transition_value(m, s, a, t, "release_safety") == spec, (a, s)
+        assert transition_values(m, s, a, t, 0)["release_safety"] == spec, (a, s)
+
+
+@pytest.mark.parametrize("name", ["wt-prefetch-revoke-1r", "wt-prefetch-fail-1r", "variants/revoke-frees-in-flight",
+                                  "request-locks-1r"])
+def test_strengthening_invariants_hold_on_reachable_states(name):
+    """The strengthening invariants (prefetch_queue's flag clause, lock accounting with
+    the running requests' locks, reference accounting) are true of reachable states: the
+    proofs assume nothing the spec breaks."""
+    from tiercheck.proofs.agreement import concrete_ctx, lift
+    from tiercheck.proofs.formula import value
+    from tiercheck.proofs.strengthen import STRENGTHENING
+
+    m = model(name)
+    for s in _spread(_reachable(m), 30):
+        ctx = concrete_ctx(m)
+        terms = lift(ctx, m, s)
+        bad = [n for n, inv in STRENGTHENING.items() if not value(ctx.space, inv.fn(ctx, terms))]
+        assert not bad, (bad, s)
+
+
+def test_request_lock_steps_are_behaviours_of_the_page_sorted_encoding():
+    """Every explicit lock_request / unlock_request of request-locks-1r from a sample of
+    states (the split where the device match ends included) is admitted by the
+    page-sorted encoding, with the spec's transition property values."""
+    from tiercheck.proofs.epr_agreement import admits, transition_values
+
+    m = model("request-locks-1r")
+    seen = {}
+    for s in _spread(_reachable(m), 40):
+        for a in m.actions(s):
+            if a.name in ("lock_request", "unlock_request") and seen.get(a.name, 0) < 3:
+                t = m.next_state(s, a)
+                assert admits(m, s, a, t, 0), a
+                for n, v in transition_values(m, s, a, t, 0).items():
+                    assert v == (BY_NAME_SPEC[n].fn(m, s, a, t) is None), (n, a)
+                seen[a.name] = seen.get(a.name, 0) + 1
+    assert set(seen) == {"lock_request", "unlock_request"}, seen

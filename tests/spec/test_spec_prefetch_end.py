@@ -79,7 +79,7 @@ def test_revoke_freeing_slots_under_an_in_flight_read_is_a_use_after_free():
 
 
 def test_the_twin_and_the_proofs_refuse_the_prefetch_endings(capsys):
-    """Neither tla/HiCache.tla nor the z3 encoding models them: one line each, exit 2."""
+    """tla/HiCache.tla does not model them: one line each, exit 2."""
     from tiercheck.cli import main
 
     for name, key in (("wt-prefetch-revoke-1r", "prefetch_revoke = true"),
@@ -87,16 +87,12 @@ def test_the_twin_and_the_proofs_refuse_the_prefetch_endings(capsys):
         assert main(["tla", name, "-o", "unused"]) == 2
         err = capsys.readouterr().err
         assert f"option {key} is not in the TLA+ twin" in err and err.count("\n") == 1
-    for variant in ("timeout-local-vote", "revoke-frees-in-flight"):
-        assert main(["prove", "--variant", variant]) == 2
-        err = capsys.readouterr().err
-        assert "out of scope for the z3 encoding" in err and err.count("\n") == 1
-    from tiercheck.errors import UserError
+    # the z3 encoding models them (tests/proofs/test_proofs_resolution_fields.py)
     from tiercheck.models import model_file
-    from tiercheck.proofs.scope import OPTIONS, refuse_out_of_scope
+    from tiercheck.proofs.scope import OPTIONS, check_variant, refuse_out_of_scope
 
-    assert {"prefetch_revoke", "prefetch_read_fail"} <= set(OPTIONS)  # refused with a model
-    # prefetch_stop is encoded (best_effort, wait_complete), its timeout value is not
-    with pytest.raises(UserError, match='option prefetch_stop = "timeout" is out of scope'):
-        refuse_out_of_scope(model_file.load("wt-prefetch-timeout-2r").config)
-    refuse_out_of_scope(model_file.load("wt-prefetch-wait-2r").config)
+    assert not {"prefetch_revoke", "prefetch_read_fail"} & set(OPTIONS)
+    for name in ("wt-prefetch-timeout-2r", "wt-prefetch-revoke-1r", "wt-prefetch-fail-1r"):
+        refuse_out_of_scope(model_file.load(name).config)
+    for variant in ("timeout-local-vote", "revoke-frees-in-flight"):
+        check_variant(variant, unbounded=False)
