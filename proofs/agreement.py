@@ -164,13 +164,15 @@ def transition_value(m: Model, s, a, t, name: str) -> bool:
     (the step's parameters bound to the action's, so a step-dependent part such as
     release_safety's held node is the step's)."""
     from .properties import PROPERTIES
+    from .protocol import PROTOCOL
 
+    prop = PROPERTIES[name] if name in PROPERTIES else PROTOCOL[name]  # consensus ones: PROTOCOL
     ctx = concrete_ctx(m)
     pre = lift(ctx, m, s)
     bind_lru(ctx, m, s)
     bind_dlru(ctx, m, s)
     st = step(ctx, pre, a.name)
-    goal = holds(ctx.space, PROPERTIES[name].fn(ctx, pre, a.name, lift(ctx, m, t)))
+    goal = holds(ctx.space, prop.fn(ctx, pre, a.name, lift(ctx, m, t)))
     sol = _solver_with(ctx, bind(ctx, m, st.params, a) + [z3.Not(const(goal))])
     return sol.check() == z3.unsat
 
