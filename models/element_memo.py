@@ -63,6 +63,7 @@ class ElementMemoExpander(Expander):
         self.units = [(spec, self.name_id[spec.name], spec.effect) for spec in ACTIONS]
         self.cands: list = []  # candidate id -> (action, unit index)
         self.all_rank_bits = sum(self.rank_bits)
+        self.all_store_bits = sum(self.store_bits)
         self.coarse_bits = self.all_rank_bits | self.flag_bit
         self.probes: dict = {}  # memo entry -> wrapped runs so far (see _fine)
         self.narrow: set = set()  # memo entries seen to read fewer than every rank
@@ -188,14 +189,20 @@ class ElementMemoExpander(Expander):
         self._ctx = (key, ctx)
         return ctx
 
-    def _wrapped(self, key):
-        """(plain state, rank gids, box, state with every element wrapped, rank wrappers,
-        store wrappers, state with only the store masks wrapped). Fresh wrappers for
-        every computation: the spec's memo caches remember the arguments they met by
-        identity and answer them again without touching them, so a wrapper seen by an
-        earlier computation would hide its reads from a later one."""
+    def _wrapped(self, key, fine):
+        """(plain state, rank gids, box, state to run on, rank wrappers, store wrappers,
+        state with only the store masks wrapped). Fresh wrappers for every computation:
+        the spec's memo caches remember the arguments they met by identity and answer
+        them again without touching them, so a wrapper seen by an earlier computation
+        would hide its reads from a later one. A coarse run (``fine`` False) reads the
+        ranks and flags plain, so only the store masks are wrapped (no rank wrappers)."""
         s, sgids = self._context(key)
         box = [0]
+        selems = [Tracked(v, box, b) for v, b in zip(s.store, self.store_bits)]
+        store = TrackedSeq(s.store, box, self.all_store_bits, selems)
+        coarse = tuple.__new__(State, (s.ranks, store, s.hung, s.halted))
+        if not fine:
+            return (s, sgids, box, coarse, None, selems, coarse)
         hashes = self.rank_hash
         relems = []
         for v, g, b in zip(s.ranks, sgids, self.rank_bits):
@@ -203,16 +210,13 @@ class ElementMemoExpander(Expander):
             if h is None:
                 h = hashes[g] = hash(v)
             relems.append(TrackedRank(v, box, b, h))
-        selems = [Tracked(v, box, b) for v, b in zip(s.store, self.store_bits)]
-        store = TrackedSeq(s.store, box, sum(self.store_bits), selems)
-        fine = tuple.__new__(State, (
-            TrackedSeq(s.ranks, box, sum(self.rank_bits), relems),
+        x = tuple.__new__(State, (
+            TrackedSeq(s.ranks, box, self.all_rank_bits, relems),
             store,
             Tracked(s.hung, box, self.flag_bit),
             Tracked(s.halted, box, self.flag_bit),
         ))
-        coarse = tuple.__new__(State, (s.ranks, store, s.hung, s.halted))
-        return (s, sgids, box, fine, relems, selems, coarse)
+        return (s, sgids, box, x, relems, selems, coarse)
 
     def _fine(self, tag) -> bool:
         """Whether to run memo entry ``tag`` with every element wrapped. Wrapped ranks cost
@@ -232,12 +236,12 @@ class ElementMemoExpander(Expander):
     def _run(self, tag, tables, key, compute):
         """Look-up miss: ``compute(ctx, state, fine)`` -> (record, may be filed), filed
         under what it read; returns (record, footprint key mask, or -1 when unfiled)."""
-        ctx = self._wrapped(key)
+        fine = self._fine(tag)
+        ctx = self._wrapped(key, fine)
         self.computed += 1
         box = ctx[2]
-        fine = self._fine(tag)
         try:
-            rec, ok = compute(ctx, ctx[3] if fine else ctx[6], fine)
+            rec, ok = compute(ctx, ctx[3], fine)
         except Exception:  # a wrapper met an operation it lacks: plain, for this state
             self._cacheable = False
             return compute(ctx, ctx[0], None)[0], -1
@@ -249,6 +253,10 @@ class ElementMemoExpander(Expander):
             read |= self.coarse_bits
         elif read & self.all_rank_bits != self.all_rank_bits:
             self.narrow.add(tag)
+        if read | self.flag_bit == self.coarse_bits:
+            # Read the ranks (and perhaps the flags), not the store: only the template
+            # of this class can look it up, and the template holds it.
+            return rec, self.template_mask
         return rec, self._file(tables, read, key, rec)
 
     def _state_run(self, key):
