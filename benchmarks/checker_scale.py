@@ -11,6 +11,8 @@ memo (tiercheck.models.footprint); ``memo``, the default engine
     python benchmarks/checker_scale.py                       # default model set
     python benchmarks/checker_scale.py --models wt-mirror-2r --engines before,fields,memo --workers 1 --max-states 150000
     python benchmarks/checker_scale.py --models wt-mirror-2r --engines memo --workers 2   # the whole model
+    python benchmarks/checker_scale.py --models benchmarks/models/wt-mirror-loss-2r.toml --engines memo --workers 1 --no-reference --anchor
+        # the scale run (issue 16's 10^7 states), printed under the anchor's row
 
 Checked: the model's safety properties, or with ``--graph`` all its default properties
 (the graph kept and progress/liveness decided, as the anchor did).
@@ -162,6 +164,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-states", type=int, default=None)
     ap.add_argument("--graph", action="store_true",
                     help="check the model's progress and liveness properties too (the graph is kept, as in the anchor)")
+    ap.add_argument("--anchor", action="store_true", help="print the anchor's row first whatever the models (side by side)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument("--one", nargs=3, metavar=("MODEL", "ENGINE", "WORKERS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -180,6 +183,8 @@ def main(argv=None) -> int:
         f"{'states/s':>9} {'st/cpu-s':>9} {'peak MB':>8}"
     )
     print(hdr, flush=True)
+    if args.anchor and ANCHOR["model"] not in args.models.split(","):
+        _print_row(ANCHOR)
     for name in args.models.split(","):
         if name == ANCHOR["model"]:
             rows.append(ANCHOR)

@@ -68,6 +68,8 @@ class ElementMemoExpander(Expander):
         self.probes: dict = {}  # memo entry -> wrapped runs so far (see _fine)
         self.narrow: set = set()  # memo entries seen to read fewer than every rank
         self.cand_id: dict = {}
+        self._ctx_key = None  # the key whose decoded state _context holds
+        self._ctx = None
         self.clear()
 
     def clear(self) -> None:
@@ -114,6 +116,8 @@ class ElementMemoExpander(Expander):
         viols = open_violations(viols, open_props)
         if not expanded:
             return (viols, False, [], False)
+        if type(items) is tuple:  # every record read only the ranks and flags
+            return (viols, True) + steps_from_memo(items, key, open_props)
         recs = []
         for it in items:
             if type(it) is tuple:
@@ -132,7 +136,7 @@ class ElementMemoExpander(Expander):
 
     def _template(self, key):
         """The template of ``key``'s class (filed when every part of it is memoisable)."""
-        self._ctx = None
+        self._ctx_key = None
         self._cacheable = True
         store = self.store_key
         # A record computed unmemoised (mask -1) is right for this state only; it goes
@@ -158,11 +162,13 @@ class ElementMemoExpander(Expander):
                         items.append(c)
                     elif rec is not None:
                         items.append(rec)
+        if all(type(it) is tuple for it in items):
+            items = tuple(items)  # expand() then completes the records without a look-up
         tpl = (s_item, items)
         if self._cacheable:
             self.templates[key & self.template_mask] = tpl
             self.records += 1
-        self._ctx = None
+        self._ctx_key = None
         return tpl
 
     # -- the memo entries, looked up or computed ----------------------------------------
@@ -181,12 +187,10 @@ class ElementMemoExpander(Expander):
 
     def _context(self, key):
         """(plain state, rank gids), decoded once per state whose template is missing."""
-        ctx = getattr(self, "_ctx", None)
-        if ctx is not None and ctx[0] == key:
-            return ctx[1]
-        s, sgids = self.codec.decode_gids(key)
-        ctx = (s, sgids)
-        self._ctx = (key, ctx)
+        if self._ctx_key == key:
+            return self._ctx
+        ctx = self._ctx = self.codec.decode_gids(key)
+        self._ctx_key = key
         return ctx
 
     def _wrapped(self, key, fine):
@@ -330,7 +334,9 @@ class ElementMemoExpander(Expander):
             if hung is x.hung and halted is x.halted:
                 same |= self.flag_bit
         else:  # coarse: the ranks and flags count as read whatever the step did
-            ranks = tuple([_plain(v, box) for v in t.ranks])
+            ranks = t.ranks
+            if type(ranks) is not tuple or any(type(v) is not RankState for v in ranks):
+                ranks = tuple([_plain(v, box) for v in ranks])
         hung, halted = _plain(hung, box), _plain(halted, box)
         for v in ranks:
             if type(v) is not RankState:
