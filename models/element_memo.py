@@ -68,6 +68,7 @@ class ElementMemoExpander(Expander):
         self.probes: dict = {}  # memo entry -> wrapped runs so far (see _fine)
         self.narrow: set = set()  # memo entries seen to read fewer than every rank
         self.cand_id: dict = {}
+        self.probe_limit = PROBES
         self._ctx_key = None  # the key whose decoded state _context holds
         self._ctx = None
         self.clear()
@@ -232,7 +233,7 @@ class ElementMemoExpander(Expander):
         if tag in self.narrow:
             return True
         n = self.probes.get(tag, 0)
-        if n < PROBES:
+        if n < self.probe_limit:
             self.probes[tag] = n + 1
             return True
         return False
