@@ -11,6 +11,10 @@ memo (tiercheck.models.footprint); ``memo``, the default engine
     python benchmarks/checker_scale.py                       # default model set
     python benchmarks/checker_scale.py --models wt-mirror-2r --engines before,fields,memo --workers 1 --max-states 150000
     python benchmarks/checker_scale.py --models wt-mirror-2r --engines memo --workers 2   # the whole model
+    python benchmarks/checker_scale.py --models benchmarks/models/wt-mirror-loss-2r.toml --engines memo --workers 1 --no-reference --anchor
+        # the scale run (issue 16's 10^7 states), printed under the anchor's row
+    python benchmarks/checker_scale.py --models wt-mirror-2r --engines memo@d850133,memo --workers 1 --no-reference
+        # the default engine against its element_memo.py at an earlier commit (git show), like for like
 
 Checked: the model's safety properties, or with ``--graph`` all its default properties
 (the graph kept and progress/liveness decided, as the anchor did).
@@ -72,6 +76,27 @@ def _reference(m, props):
     return len(index), transitions
 
 
+def _engine_at(engine: str) -> None:
+    """Register ``memo@REV``: the element memo as models/element_memo.py was at git
+    revision REV of this repository, loaded beside the current modules."""
+    import importlib.util
+    import tempfile
+
+    from tiercheck.models import checker
+
+    rev = engine.split("@", 1)[1]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = subprocess.run(["git", "-C", root, "show", f"{rev}:models/element_memo.py"], capture_output=True, text=True, check=True).stdout
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(f"element_memo_{rev}", f.name)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    os.unlink(f.name)
+    checker.ENGINES[engine] = mod.ElementMemoExpander
+    ENGINES[engine] = (engine, True)
+
+
 def one(model_name: str, engine: str, workers: int, max_states, graph: bool = False) -> dict:
     from tiercheck.models import model_file
     from tiercheck.models.checker import Checker, resolve_property
@@ -79,6 +104,8 @@ def one(model_name: str, engine: str, workers: int, max_states, graph: bool = Fa
 
     mf = model_file.load(model_name)
     m = Model(mf.config)
+    if "@" in engine:
+        _engine_at(engine)
     safety = [p for p in mf.properties if resolve_property(p).kind in ("invariant", "transition")]
     checked = list(mf.properties) if graph else safety
     t0 = time.monotonic()
@@ -162,6 +189,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-states", type=int, default=None)
     ap.add_argument("--graph", action="store_true",
                     help="check the model's progress and liveness properties too (the graph is kept, as in the anchor)")
+    ap.add_argument("--anchor", action="store_true", help="print the anchor's row first whatever the models (side by side)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument("--one", nargs=3, metavar=("MODEL", "ENGINE", "WORKERS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -170,7 +198,7 @@ def main(argv=None) -> int:
         return 0
     workers = [int(w) for w in args.workers.split(",")]
     engines = [e for e in args.engines.split(",") if not (args.no_reference and e == "reference")]
-    unknown = [e for e in engines if e != "reference" and e not in ENGINES]
+    unknown = [e for e in engines if e != "reference" and e not in ENGINES and not e.startswith("memo@")]
     if unknown:
         ap.error(f"unknown engines {unknown}")
     rows = []
@@ -180,6 +208,8 @@ def main(argv=None) -> int:
         f"{'states/s':>9} {'st/cpu-s':>9} {'peak MB':>8}"
     )
     print(hdr, flush=True)
+    if args.anchor and ANCHOR["model"] not in args.models.split(","):
+        _print_row(ANCHOR)
     for name in args.models.split(","):
         if name == ANCHOR["model"]:
             rows.append(ANCHOR)

@@ -63,10 +63,14 @@ class ElementMemoExpander(Expander):
         self.units = [(spec, self.name_id[spec.name], spec.effect) for spec in ACTIONS]
         self.cands: list = []  # candidate id -> (action, unit index)
         self.all_rank_bits = sum(self.rank_bits)
+        self.all_store_bits = sum(self.store_bits)
         self.coarse_bits = self.all_rank_bits | self.flag_bit
         self.probes: dict = {}  # memo entry -> wrapped runs so far (see _fine)
         self.narrow: set = set()  # memo entries seen to read fewer than every rank
         self.cand_id: dict = {}
+        self.probe_limit = PROBES
+        self._ctx_key = None  # the key whose decoded state _context holds
+        self._ctx = None
         self.clear()
 
     def clear(self) -> None:
@@ -113,6 +117,8 @@ class ElementMemoExpander(Expander):
         viols = open_violations(viols, open_props)
         if not expanded:
             return (viols, False, [], False)
+        if type(items) is tuple:  # every record read only the ranks and flags
+            return (viols, True) + steps_from_memo(items, key, open_props)
         recs = []
         for it in items:
             if type(it) is tuple:
@@ -131,7 +137,7 @@ class ElementMemoExpander(Expander):
 
     def _template(self, key):
         """The template of ``key``'s class (filed when every part of it is memoisable)."""
-        self._ctx = None
+        self._ctx_key = None
         self._cacheable = True
         store = self.store_key
         # A record computed unmemoised (mask -1) is right for this state only; it goes
@@ -157,11 +163,13 @@ class ElementMemoExpander(Expander):
                         items.append(c)
                     elif rec is not None:
                         items.append(rec)
+        if all(type(it) is tuple for it in items):
+            items = tuple(items)  # expand() then completes the records without a look-up
         tpl = (s_item, items)
         if self._cacheable:
             self.templates[key & self.template_mask] = tpl
             self.records += 1
-        self._ctx = None
+        self._ctx_key = None
         return tpl
 
     # -- the memo entries, looked up or computed ----------------------------------------
@@ -180,22 +188,26 @@ class ElementMemoExpander(Expander):
 
     def _context(self, key):
         """(plain state, rank gids), decoded once per state whose template is missing."""
-        ctx = getattr(self, "_ctx", None)
-        if ctx is not None and ctx[0] == key:
-            return ctx[1]
-        s, sgids = self.codec.decode_gids(key)
-        ctx = (s, sgids)
-        self._ctx = (key, ctx)
+        if self._ctx_key == key:
+            return self._ctx
+        ctx = self._ctx = self.codec.decode_gids(key)
+        self._ctx_key = key
         return ctx
 
-    def _wrapped(self, key):
-        """(plain state, rank gids, box, state with every element wrapped, rank wrappers,
-        store wrappers, state with only the store masks wrapped). Fresh wrappers for
-        every computation: the spec's memo caches remember the arguments they met by
-        identity and answer them again without touching them, so a wrapper seen by an
-        earlier computation would hide its reads from a later one."""
+    def _wrapped(self, key, fine):
+        """(plain state, rank gids, box, state to run on, rank wrappers, store wrappers,
+        state with only the store masks wrapped). Fresh wrappers for every computation:
+        the spec's memo caches remember the arguments they met by identity and answer
+        them again without touching them, so a wrapper seen by an earlier computation
+        would hide its reads from a later one. A coarse run (``fine`` False) reads the
+        ranks and flags plain, so only the store masks are wrapped (no rank wrappers)."""
         s, sgids = self._context(key)
         box = [0]
+        selems = [Tracked(v, box, b) for v, b in zip(s.store, self.store_bits)]
+        store = TrackedSeq(s.store, box, self.all_store_bits, selems)
+        coarse = tuple.__new__(State, (s.ranks, store, s.hung, s.halted))
+        if not fine:
+            return (s, sgids, box, coarse, None, selems, coarse)
         hashes = self.rank_hash
         relems = []
         for v, g, b in zip(s.ranks, sgids, self.rank_bits):
@@ -203,16 +215,13 @@ class ElementMemoExpander(Expander):
             if h is None:
                 h = hashes[g] = hash(v)
             relems.append(TrackedRank(v, box, b, h))
-        selems = [Tracked(v, box, b) for v, b in zip(s.store, self.store_bits)]
-        store = TrackedSeq(s.store, box, sum(self.store_bits), selems)
-        fine = tuple.__new__(State, (
-            TrackedSeq(s.ranks, box, sum(self.rank_bits), relems),
+        x = tuple.__new__(State, (
+            TrackedSeq(s.ranks, box, self.all_rank_bits, relems),
             store,
             Tracked(s.hung, box, self.flag_bit),
             Tracked(s.halted, box, self.flag_bit),
         ))
-        coarse = tuple.__new__(State, (s.ranks, store, s.hung, s.halted))
-        return (s, sgids, box, fine, relems, selems, coarse)
+        return (s, sgids, box, x, relems, selems, coarse)
 
     def _fine(self, tag) -> bool:
         """Whether to run memo entry ``tag`` with every element wrapped. Wrapped ranks cost
@@ -224,7 +233,7 @@ class ElementMemoExpander(Expander):
         if tag in self.narrow:
             return True
         n = self.probes.get(tag, 0)
-        if n < PROBES:
+        if n < self.probe_limit:
             self.probes[tag] = n + 1
             return True
         return False
@@ -232,12 +241,12 @@ class ElementMemoExpander(Expander):
     def _run(self, tag, tables, key, compute):
         """Look-up miss: ``compute(ctx, state, fine)`` -> (record, may be filed), filed
         under what it read; returns (record, footprint key mask, or -1 when unfiled)."""
-        ctx = self._wrapped(key)
+        fine = self._fine(tag)
+        ctx = self._wrapped(key, fine)
         self.computed += 1
         box = ctx[2]
-        fine = self._fine(tag)
         try:
-            rec, ok = compute(ctx, ctx[3] if fine else ctx[6], fine)
+            rec, ok = compute(ctx, ctx[3], fine)
         except Exception:  # a wrapper met an operation it lacks: plain, for this state
             self._cacheable = False
             return compute(ctx, ctx[0], None)[0], -1
@@ -249,6 +258,10 @@ class ElementMemoExpander(Expander):
             read |= self.coarse_bits
         elif read & self.all_rank_bits != self.all_rank_bits:
             self.narrow.add(tag)
+        if read | self.flag_bit == self.coarse_bits:
+            # Read the ranks (and perhaps the flags), not the store: only the template
+            # of this class can look it up, and the template holds it.
+            return rec, self.template_mask
         return rec, self._file(tables, read, key, rec)
 
     def _state_run(self, key):
@@ -322,7 +335,9 @@ class ElementMemoExpander(Expander):
             if hung is x.hung and halted is x.halted:
                 same |= self.flag_bit
         else:  # coarse: the ranks and flags count as read whatever the step did
-            ranks = tuple([_plain(v, box) for v in t.ranks])
+            ranks = t.ranks
+            if type(ranks) is not tuple or any(type(v) is not RankState for v in ranks):
+                ranks = tuple([_plain(v, box) for v in ranks])
         hung, halted = _plain(hung, box), _plain(halted, box)
         for v in ranks:
             if type(v) is not RankState:

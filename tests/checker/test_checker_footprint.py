@@ -149,3 +149,19 @@ def test_a_spec_memo_cache_that_met_a_wrapper_before_does_not_hide_a_read(name):
     for s in reachable(m, 200):
         k = codec.encode(s)
         assert memo.expand(k) == plain.expand(k)
+
+
+def test_records_of_one_template_class_live_in_the_template_only():
+    # A computation that read every rank (and the flags) but not the store can only be
+    # looked up again by its own template class, which holds it: it is not filed twice.
+    m = shipped("wt-mirror-2r")
+    codec = Codec(m)
+    props = [resolve_property(p) for p in model_file.load("wt-mirror-2r").properties]
+    memo, plain = ElementMemoExpander(m, props, codec), Expander(m, props, codec)
+    for s in reachable(m, 400):
+        k = codec.encode(s)
+        assert memo.expand(k) == plain.expand(k)
+    tables = [memo.state_tables, *memo.cand_tables, *memo.step_tables]
+    masks = {mask for entry in tables for mask, _t in entry}
+    assert masks and memo.template_mask not in masks
+    assert memo.records == len(memo.templates) + sum(len(t) for entry in tables for _m, t in entry)
