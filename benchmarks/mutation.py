@@ -217,7 +217,7 @@ def classify(db_path: Path, reached: dict, n, seed: int, reached_only: bool = Fa
         rng = random.Random(seed)
         keep = []
         for f, ws in sorted(runnable.items()):
-            k = len(ws) if n is None else min(len(ws), max(1, round(n * len(ws) / pool)))
+            k = len(ws) if n is None else 0 if n == 0 else min(len(ws), max(1, round(n * len(ws) / pool)))
             keep += rng.sample(ws, k)
         keep_ids = {w.job_id for w in keep}
         not_reached = WorkResult(worker_outcome=WorkerOutcome.NORMAL, test_outcome=TestOutcome.SURVIVED,
@@ -449,6 +449,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", default=[], metavar="FILE:LINE",
                     help="with --rerun-survivors: only the mutants on these lines")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--reach-only", action="store_true",
+                    help="with --sample-reached: create and classify the session (exact reach), run no mutant")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="tiercheck-mutation-"))
     session = Path(args.session) if args.session else work / "session.sqlite"
@@ -468,9 +470,11 @@ def main(argv=None) -> int:
             else:
                 reached = build_map(lines_map, sargv)
             subprocess.run([cosmic_ray(), "init", str(cfg), str(session)], cwd=ROOT, check=True)
-            counts = classify(session, reached, args.sample, args.seed, args.sample_reached)
+            counts = classify(session, reached, 0 if args.reach_only else args.sample, args.seed,
+                              args.sample_reached)
             print(json.dumps(counts), flush=True)
-        subprocess.run([cosmic_ray(), "exec", str(cfg), str(session)], cwd=ROOT, check=True)
+        if not args.reach_only:
+            subprocess.run([cosmic_ray(), "exec", str(cfg), str(session)], cwd=ROOT, check=True)
     return report(session)
 
 
