@@ -27,7 +27,7 @@ from tiercheck.spec.model import Model
 
 from .reference import ReferenceDriver, impl_config
 
-HANG_GUARD = 300.0  # seconds without a verdict: the scenario hangs
+HANG_GUARD = 90.0  # seconds without a verdict: the scenario hangs (each takes under 20 s idle)
 WORKER_THREAD = "storage-worker-"  # the implementation's storage worker threads (impl/storage/worker.py)
 
 
