@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import difflib
 import json
 import random
 import subprocess
@@ -56,6 +57,7 @@ CUDA = "needs CUDA"
 ANNOTATION = "equivalent: inside an annotation, never evaluated"
 NOT_REACHED = "not reached: no part of the suite executes this line"
 INVALID = "invalid: the mutated module does not compile"
+GONE = "gone: the mutated code is no longer in the implementation"  # --rerun-survivors on changed code
 
 try:
     from cosmic_ray.mutating import mutate_code
@@ -215,7 +217,7 @@ def classify(db_path: Path, reached: dict, n, seed: int, reached_only: bool = Fa
         rng = random.Random(seed)
         keep = []
         for f, ws in sorted(runnable.items()):
-            k = len(ws) if n is None else min(len(ws), max(1, round(n * len(ws) / pool)))
+            k = len(ws) if n is None else 0 if n == 0 else min(len(ws), max(1, round(n * len(ws) / pool)))
             keep += rng.sample(ws, k)
         keep_ids = {w.job_id for w in keep}
         not_reached = WorkResult(worker_outcome=WorkerOutcome.NORMAL, test_outcome=TestOutcome.SURVIVED,
@@ -333,7 +335,8 @@ def report(db_path: Path) -> int:
     print(f"{'total':32}" + "".join(f" {tot[k]:>11}" for k in COLUMNS))
     print(f"\nmutants in the session: {pop['total'] + pop['pending']}; not run: {pop[ANNOTATION]} in annotations "
           f"(equivalent), {pop[INVALID]} that do not compile, {pop[CUDA]} in CUDA-only code, "
-          f"{pop[NOT_SAMPLED] + pop[NOT_SAMPLED_REACHED]} not sampled; {pop['pending']} still pending")
+          f"{pop[NOT_SAMPLED] + pop[NOT_SAMPLED_REACHED]} not sampled, {pop[GONE]} whose code was removed since; "
+          f"{pop['pending']} still pending")
     if pop[NOT_SAMPLED_REACHED]:
         sampled_reach_report(tot, pop)  # not reached is population-wide: no pooled score
     killed = tot["killed"]
@@ -355,13 +358,46 @@ def report(db_path: Path) -> int:
     return 0
 
 
+def _edits(before: str, after: str) -> list:
+    """The changed lines of ``after`` against ``before``, as (old, new) texts without indentation."""
+    a, b = before.splitlines(), after.splitlines()
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return [(tuple(x.strip() for x in a[i1:i2]), tuple(x.strip() for x in b[j1:j2]))
+            for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
+
+
+def relocate(m, old_src: str, new_src: str):
+    """The occurrence of mutant ``m`` (of ``old_src``, the code the session was made on) in
+    ``new_src``: the one making the same edit to the same line text, nearest the old line;
+    None if the code is gone. cosmic-ray numbers a mutant by its operator's occurrence in
+    the file, which any edit above it shifts."""
+    if old_src == new_src:
+        return m.occurrence
+    op = get_operator(m.operator_name)(**(getattr(m, "operator_args", None) or {}))
+    want = _edits(old_src, mutate_code(old_src, op, m.occurrence) or old_src)
+    found, k = [], 0
+    while True:
+        code = mutate_code(new_src, op, k)
+        if code is None:
+            break
+        if _edits(new_src, code) == want:
+            line = next(i for i, (x, y) in enumerate(zip(new_src.splitlines(), code.splitlines()), 1) if x != y)
+            found.append((abs(line - m.start_pos[0]), k))
+        k += 1
+    return min(found)[1] if found else None
+
+
 def rerun_survivors(db_path: Path, argv, select: Path, timeout: float, only=()) -> None:
     """Run every survivor and timed-out mutant of the session again with the suite as it is
     now (a later stage of the suite contains the earlier one, so a kill stands and only
     survivors can change), one at a time, mutated in place as cosmic-ray does. ``only``:
-    just these FILE:LINE places."""
+    just these FILE:LINE places. ``select``: the line map of the suite and code as they are
+    now; where the implementation changed since the session (its sources are in the
+    session's own map), each mutant is found again by the edit it makes (``relocate``), and
+    one whose code is gone is recorded as such (left out of the sample)."""
     from cosmic_ray.mutating import use_mutation
 
+    old_sources = json.loads(map_path(db_path).read_text())["sources"]
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         items = {w.job_id: w for w in db.work_items}
         again = [j for j, r in db.results if r.worker_outcome != WorkerOutcome.SKIPPED and r.output != NOT_REACHED
@@ -372,7 +408,13 @@ def rerun_survivors(db_path: Path, argv, select: Path, timeout: float, only=()) 
             if only and f"{Path(m.module_path).as_posix()}:{m.start_pos[0]}" not in only:
                 continue
             op = get_operator(m.operator_name)(**(getattr(m, "operator_args", None) or {}))
-            with use_mutation(ROOT / m.module_path, op, m.occurrence):
+            rel = Path(m.module_path).as_posix()
+            occurrence = relocate(m, old_sources[rel], (ROOT / rel).read_text())
+            if occurrence is None:
+                print(f"{rel}:{m.start_pos[0]}:{m.operator_name}: {GONE}", flush=True)
+                db.set_result(job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=GONE))
+                continue
+            with use_mutation(ROOT / m.module_path, op, occurrence):
                 try:
                     run = subprocess.run([sys.executable, str(SUITE), *argv, "--select", str(select)], cwd=ROOT,
                                          capture_output=True, text=True, timeout=timeout)
@@ -400,18 +442,21 @@ def main(argv=None) -> int:
     ap.add_argument("--session", default=None, help="session file to create or resume (default: a temporary one)")
     ap.add_argument("--map", type=Path, default=None,
                     help="reuse this line map of the suite (mutation_suite.py --map, same suite arguments) "
-                         "instead of tracing the suite again")
+                         "instead of tracing the suite again; with --rerun-survivors: the map of the suite "
+                         "and code as they are now (default: the session's)")
     ap.add_argument("--rerun-survivors", action="store_true",
                     help="run the session's survivors and timed-out mutants again with the suite as it is now")
     ap.add_argument("--only", action="append", default=[], metavar="FILE:LINE",
                     help="with --rerun-survivors: only the mutants on these lines")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--reach-only", action="store_true",
+                    help="with --sample-reached: create and classify the session (exact reach), run no mutant")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="tiercheck-mutation-"))
     session = Path(args.session) if args.session else work / "session.sqlite"
     if args.rerun_survivors:
-        rerun_survivors(session, suite_argv(args.examples, args.seeds, args.budget), map_path(session), args.timeout,
-                        set(args.only))
+        rerun_survivors(session, suite_argv(args.examples, args.seeds, args.budget), args.map or map_path(session),
+                        args.timeout, set(args.only))
     elif not args.report_only:
         modules = args.module or DEFAULT_MODULES
         sargv = suite_argv(args.examples, args.seeds, args.budget)
@@ -425,9 +470,11 @@ def main(argv=None) -> int:
             else:
                 reached = build_map(lines_map, sargv)
             subprocess.run([cosmic_ray(), "init", str(cfg), str(session)], cwd=ROOT, check=True)
-            counts = classify(session, reached, args.sample, args.seed, args.sample_reached)
+            counts = classify(session, reached, 0 if args.reach_only else args.sample, args.seed,
+                              args.sample_reached)
             print(json.dumps(counts), flush=True)
-        subprocess.run([cosmic_ray(), "exec", str(cfg), str(session)], cwd=ROOT, check=True)
+        if not args.reach_only:
+            subprocess.run([cosmic_ray(), "exec", str(cfg), str(session)], cwd=ROOT, check=True)
     return report(session)
 
 

@@ -5,8 +5,9 @@
 and mechanism the spec has (write_through, selective, write_back with duplicate reclaim,
 storage with partial failures, prefetch on two ranks, mirror release, MLA's single
 writer, the CP planner, slot identities, pages of several tokens, LRU victims, request
-locks) and the faults that make their bugs observable; every catalogued
-bug variant is killed by it (benchmarks/kill_matrix.py).
+locks, the bounded durable LRU, the wait_complete prefetch stop) and the faults that
+make their bugs observable; every catalogued bug variant is killed by it
+(benchmarks/kill_matrix.py).
 
 The budget is shared round-robin: four rounds, each giving every model an equal share of
 what is left (a new Hypothesis seed per round, the model's run coverage carried over), so
@@ -57,6 +58,19 @@ DEFAULT_MODELS: List[DefaultModel] = [
                   "prefetch": True, "slots": True, "victim_order": "lru", "request_locks": True, "max_lock": 5},
                  "pages of two tokens, slot identities, LRU host victims, request locks, prefetch"),
     DefaultModel("lru-2r", "lru-2r", {}, "LRU host victims on two ranks with rank-local touches"),
+    # The bounded durable LRU and its age gate on two ranks with partial backups: a mark
+    # one rank's acks evict while the ranks have agreed on a release.
+    DefaultModel("wt-durable-lru-2r", "wt-durable-lru-1r",
+                 {"ranks": 2, "host_pages": 2, "fail_close_after": 1, "faults": frozenset({"partial_storage"})},
+                 "bounded durable LRU (one page) with the age gate, two ranks, partial backups"),
+    DefaultModel("wt-prefetch-wait-2r", "wt-prefetch-wait-2r", {},
+                 "prefetch that waits for every rank's read (wait_complete votes), two ranks"),
+    # The scheduler's own eviction inside insert and load_back (insert_evicts,
+    # load_back_evicts): one rank with a one-page host pool, and write_back on two ranks.
+    DefaultModel("wt-evicts-1r", "wt-evicts-1r", {"host_pages": 1},
+                 "insert and load_back evict by victim order when the device pool has no room"),
+    DefaultModel("wb-evicts-2r", "wb-evicts-2r", {},
+                 "write_back: the LRU eviction inside insert / load_back writes back, two ranks"),
 ]
 
 ROUNDS = 4

@@ -9,6 +9,7 @@ missing ranks and where they are; the launcher hosts the store, so it outlives a
 from __future__ import annotations
 
 import datetime
+import gc
 import multiprocessing as mp
 import pickle
 import queue as queue_mod
@@ -195,6 +196,10 @@ def spawn_gloo(
                     args=(r, world_size, store.port, fn, args, collective_timeout, results))
         for r in range(world_size)
     ]
+    # Garbage of this process (an earlier group's store or process group) collected in a
+    # forked child would run C++ destructors that join threads the child does not have:
+    # collect it here, before the fork (std::system_error "Invalid argument", an abort).
+    gc.collect()
     for p in procs:
         p.start()
     if on_start is not None:

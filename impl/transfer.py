@@ -73,22 +73,12 @@ class TransferEngine(ABC):
         return op.op_id
 
     # -- completion ------------------------------------------------------------------------
-    @property
-    def submitted(self) -> int:
-        """Number of ops submitted so far (the next op id)."""
-        return len(self._ops)
-
+    # What HiCache uses: completed() / poll() (writing_check, loading_check) and wait(op)
+    # (a blocking write-back); op ``k`` is done iff ``k < completed()``.
     def completed(self) -> int:
         """Number of ops finished: ops 0 .. completed()-1 are done. Never blocks."""
         self._advance()
         return self._done
-
-    def pending(self) -> int:
-        return self.submitted - self.completed()
-
-    def done(self, op_id: int) -> bool:
-        self._check_id(op_id)
-        return op_id < self.completed()
 
     def poll(self) -> list[int]:
         """Ids of ops finished since the previous poll(), in FIFO order. Never blocks."""
@@ -97,13 +87,10 @@ class TransferEngine(ABC):
         self._polled = done
         return ids
 
-    def wait(self, op_id: int | None = None) -> None:
-        """Block until op ``op_id`` (default: every submitted op) is done."""
-        target = self.submitted - 1 if op_id is None else op_id
-        if target < 0:
-            return
-        self._check_id(target)
-        self._wait_through(target)
+    def wait(self, op_id: int) -> None:
+        """Block until op ``op_id`` (and every op before it) is done."""
+        self._check_id(op_id)
+        self._wait_through(op_id)
 
     def op(self, op_id: int) -> TransferOp:
         self._check_id(op_id)

@@ -28,6 +28,7 @@ from .rank import HiCacheRank
 from .storage_setup import backend_for
 
 _STOP = None
+LAUNCHER = "gloo-hicache"  # the thread that owns the rank processes
 
 
 def _serve(group, cfg, storage, inqs, outqs):
@@ -91,12 +92,16 @@ class GlooHiCache(HiCacheGroup):
             except BaseException as exc:  # noqa: BLE001 -- reported by the next call
                 self._launch_error = exc
 
-        self._thread = threading.Thread(target=launch, name="gloo-hicache", daemon=True)
+        self._thread = threading.Thread(target=launch, name=LAUNCHER, daemon=True)
         self._thread.start()
-        for r in range(world_size):
-            kind, _, _ = self._recv(r, start_timeout, "start")
-            if kind != "ready":
-                raise RemoteRankError(f"gloo rank {r} did not start")
+        try:
+            for r in range(world_size):
+                kind, _, _ = self._recv(r, start_timeout, "start")
+                if kind != "ready":
+                    raise RemoteRankError(f"gloo rank {r} did not start")
+        except BaseException:
+            self.close()  # no rank process outlives a failed start (a stalled one is killed)
+            raise
 
     # -- transport ----------------------------------------------------------------------------
 

@@ -136,10 +136,11 @@ class HiCacheGroup:
         while True:
             self.check_events()
             busy = self._replicated("pending")
-            if not any(p[k] for p in busy for k in ("wq", "lq", "sq", "relq")):
+            stuck = [r for r, p in enumerate(busy) if any(p[k] for k in ("wq", "lq", "sq", "relq"))]
+            if not stuck:
                 return
             if self.cfg.manual or time.monotonic() > deadline:
-                raise TimeoutError(f"flush: work still in flight: {busy}")
+                raise TimeoutError(f"flush: work still in flight on rank(s) {stuck} after {timeout:g}s: {busy}")
             time.sleep(0.002)
 
     # -- local steps (one rank's timing) and the environment -------------------------------

@@ -102,7 +102,7 @@ class HiCacheRank(WritePath, Eviction, LoadPath, CpLoadBack, StoragePath, Prefet
         """In-flight work on this rank (for flushing before shutdown)."""
         self._poll()
         return {"wq": len(self.wq), "lq": len(self.lq), "sq": len(self.sq), "pq": len(self.pq),
-                "relq": len(self.relq)}
+                "relq": len(self.relq), "store_calls": self.store_calls()}
 
     def check_events(self) -> None:
         """One scheduler iteration's sync round (SGLang's _sync_hicache_ready_counts): ONE
@@ -124,6 +124,12 @@ class HiCacheRank(WritePath, Eviction, LoadPath, CpLoadBack, StoragePath, Prefet
         self._ack_loads(red[1])
         if self.cfg.storage:
             self._drain_apply(red[2:])
+
+    def store_calls(self) -> int:
+        """Store reads and writes this rank's workers have not finished: which rank a
+        stalled flush waits on (the queues above are agreed across ranks)."""
+        workers = {id(w): w for w in [self.backup_worker, self.prefetch_worker] + [op.worker for op in self.pq]}
+        return sum(w.outstanding() for w in workers.values() if w is not None)
 
     def close(self) -> None:
         for w in (self.backup_worker, self.prefetch_worker):

@@ -96,3 +96,19 @@ def test_sampled_reach_score_is_reach_times_kill_rate_with_a_wilson_interval(cap
     out = capsys.readouterr().out
     assert "900 of 1000 runnable mutants" in out and "45/50 = 90.0%" in out
     assert "estimated score over every non-equivalent mutant: 81.0%" in out
+
+
+def test_a_rerun_finds_a_mutant_again_after_the_code_above_it_changed():
+    """cosmic-ray numbers a mutant by its operator's occurrence in the file: an edit above
+    it shifts the number, so a rerun on changed code finds it by the edit it makes."""
+    mb = _load("mutation")
+    old = "def f(a, b):\n    return a < b\n\n\ndef g(a, b):\n    return a < b or a < 0\n"
+    new = "def h(a):\n    return a < 3\n\n\n" + old.replace("def g(a, b):", "def g(a, b):  # changed")
+    op = "core/ReplaceComparisonOperator_Lt_Gt"
+
+    class M:  # a session's mutation record: g's `a < 0`, the third `<` of the old code
+        operator_name, operator_args, occurrence, start_pos = op, None, 2, (6, 22)
+
+    assert mb.relocate(M, old, old) == 2
+    assert mb.relocate(M, old, new) == 3  # h's `<` comes first now
+    assert mb.relocate(M, old, new.replace("a < 0", "a <= 0")) is None  # that code is gone

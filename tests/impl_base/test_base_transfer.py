@@ -23,11 +23,11 @@ def test_d2h_copies_only_at_completion_then_bytes_are_right():
     fill_pages(dev, d, [1, 2, 3], R)
     h = host.alloc(3)
     op = eng.submit_d2h(d, h)
-    assert op == 0 and not eng.done(op) and eng.completed() == 0
+    assert op == 0 and eng.completed() == 0
     assert verify_pages(host, h, [1, 2, 3], R) == h  # nothing copied yet
     assert eng.complete_next() == 0
     assert verify_pages(host, h, [1, 2, 3], R) == []
-    assert eng.done(op) and eng.complete_next() is None
+    assert eng.completed() == 1 and eng.complete_next() is None
 
 
 def test_host_slot_freed_and_reused_before_d2h_completes_gets_wrong_bytes():
@@ -83,20 +83,20 @@ def test_manual_completion_is_fifo_and_poll_reports_new_prefix():
     fill_pages(dev, d, [1, 2, 3, 4], R)
     h = host.alloc(4)
     ids = [eng.submit_d2h([d[i]], [h[i]]) for i in range(4)]
-    assert ids == [0, 1, 2, 3] and eng.submitted == 4 and eng.pending() == 4
+    assert ids == [0, 1, 2, 3] and eng.completed() == 0
     assert eng.poll() == []
     assert eng.complete_through(1) == [0, 1]
-    assert eng.completed() == 2 and eng.done(1) and not eng.done(2)
+    assert eng.completed() == 2
     assert verify_pages(host, h, [1, 2, 3, 4], R) == h[2:]
     assert eng.poll() == [0, 1] and eng.poll() == []
     eng.wait(2)  # waiting lets the stream catch up to op 2, no further
     assert eng.completed() == 3 and eng.poll() == [2]
-    eng.wait()
-    assert eng.poll() == [3] and eng.pending() == 0
+    eng.wait(3)
+    assert eng.poll() == [3] and eng.completed() == 4
     assert verify_pages(host, h, [1, 2, 3, 4], R) == []
     assert eng.op(3).kind == "d2h" and eng.op(3).src_slots == (d[3],)
     with pytest.raises(ValueError, match="unknown transfer op"):
-        eng.done(4)
+        eng.wait(4)
 
 
 def test_auto_mode_completes_at_the_next_query_not_at_submit():
@@ -123,7 +123,8 @@ def test_submit_validation():
         eng.submit_d2h(d, h[:1])
     with pytest.raises(SlotError, match="twice"):
         eng.submit_h2d(h, [d[0], d[0]])
-    assert eng.submitted == 0
+    with pytest.raises(ValueError, match="unknown transfer op"):
+        eng.wait(0)  # nothing was submitted
     with pytest.raises(ValueError, match="mode"):
         make_engine(dev, host, mode="sometimes")
     with pytest.raises(ValueError, match="delay_cycles"):
@@ -160,9 +161,9 @@ def test_cuda_delay_exposes_host_reuse_as_wrong_bytes():
     fill_pages(dev, d, [1, 2], R)
     h = host.alloc(2)
     op = eng.submit_d2h(d, h)
-    assert not eng.done(op)
+    assert eng.completed() == 0
     host.free(h)
     h2 = host.alloc(2)
     fill_pages(host, h2, [5, 6], R)  # host write lands before the delayed copy
-    eng.wait()
+    eng.wait(op)
     assert verify_pages(host, h2, [5, 6], R) == h2

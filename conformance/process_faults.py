@@ -1,0 +1,243 @@
+"""Faults below the protocol: a stalled, slow or never-starting gloo rank, a store that
+holds other bytes than were acked, and worker threads left after close.
+
+The spec has no notion of a process that stops answering or of bytes going bad in the
+store, so no trace reaches the code that guards against them (the gloo transport's
+timeouts and start check, ``flush``'s deadline, the store self-check). Each scenario here
+injects one such fault on top of the real components (real gloo ranks, the file store)
+and returns "" when the implementation gives the clear verdict it must (a one-line error
+naming the rank, a self-check report), else what went wrong. A scenario that gives no
+verdict at all within ``HANG_GUARD`` seconds reports a hang instead of blocking: the
+check is that a stall becomes an error, never that something is fast.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+from tiercheck.impl.hicache import FileStorage
+from tiercheck.impl.hicache.errors import RemoteRankError
+from tiercheck.impl.storage import FaultyBackend, rank_key
+from tiercheck.models import model_file
+from tiercheck.spec.model import Model
+
+from .reference import ReferenceDriver, impl_config
+
+HANG_GUARD = 90.0  # seconds without a verdict: the scenario hangs (each takes under 20 s idle)
+WORKER_THREAD = "storage-worker-"  # the implementation's storage worker threads (impl/storage/worker.py)
+
+
+@dataclass(frozen=True)
+class StallingStorage(FileStorage):
+    """The file store, with one rank delayed: its backend takes ``start_s`` seconds to
+    open (a rank slow to join, or one that never does), and its first backup write sleeps
+    ``put_s`` seconds first (a store call that hangs)."""
+
+    stall_rank: int = 1
+    start_s: float = 0.0
+    put_s: float = 0.0
+
+    def make(self, rank: int):
+        backend = super().make(rank)
+        if rank != self.stall_rank:
+            return backend
+        time.sleep(self.start_s)
+        faulty = FaultyBackend(backend)
+        if self.put_s:
+            faulty.on_call("put", 1, lambda: time.sleep(self.put_s))
+        return faulty
+
+
+def guarded(scenario) -> str:
+    """Run ``scenario()`` (-> "" or a problem); a scenario still running after HANG_GUARD
+    seconds is reported as a hang (its thread is left behind, a daemon)."""
+    out = ["hang: no verdict within %gs" % HANG_GUARD]
+
+    def run():
+        try:
+            out[0] = scenario()
+        except BaseException as exc:  # noqa: BLE001 -- the verdict is the problem text
+            out[0] = f"{type(exc).__name__}: {exc}"
+
+    t = threading.Thread(target=run, name="process-fault", daemon=True)
+    t.start()
+    t.join(HANG_GUARD)
+    return out[0]
+
+
+def _gloo(cfg_name: str, storage, manual: bool = True, **kw):
+    from tiercheck.impl.hicache.gloo import GlooHiCache
+
+    cfg = model_file.load(cfg_name).config
+    return GlooHiCache(impl_config(cfg, manual=manual), cfg.ranks, storage, **kw)
+
+
+def _all_gone(procs) -> str:
+    alive = [p.name for p in procs if p.is_alive()]
+    return f"rank processes {alive} still alive after close()" if alive else ""
+
+
+def stopped_rank_in_a_collective() -> str:
+    """Rank 1 is SIGSTOPped before a collective round: rank 0's collective timeout fires,
+    the driver names rank 1 as stalled in that step, and close() kills it."""
+    cfg = model_file.load("wt-2r").config
+    driver = ReferenceDriver(cfg, backend="gloo", timeout=2.0, driver_timeout=600.0)
+    procs = list(driver.group._procs)
+    model = Model(cfg)
+    insert = next(a for a in model.actions(model.init_states()[0]) if a.name == "insert")
+    try:
+        driver.apply(insert)
+        os.kill(procs[1].pid, signal.SIGSTOP)
+        try:
+            driver.group.writing_check()
+            return "writing_check returned with rank 1 stopped"
+        except RemoteRankError as exc:
+            msg = str(exc)
+        if "gloo rank(s) [1] stalled in writing_check" not in msg:
+            return f"a stopped rank 1 is not named as stalled: {msg}"
+    finally:
+        driver.close()
+    return _all_gone(procs)
+
+
+def slow_rank_start(tmp: str) -> str:
+    """Rank 1 takes 2 s to open its store, well within the start timeout: the group
+    starts and answers a collective round."""
+    group = _gloo("wt-storage-2r", StallingStorage(tmp, start_s=2.0), start_timeout=120.0, collective_timeout=30.0)
+    try:
+        group.writing_check()
+    finally:
+        group.close()
+    return ""
+
+
+def rank_never_starts(tmp: str) -> str:
+    """Rank 1 never finishes opening its store: the start check names it after the start
+    timeout, and no rank process is left behind."""
+    from tiercheck.impl.hicache import gloo
+
+    before = set(threading.enumerate())
+    try:
+        _gloo("wt-storage-2r", StallingStorage(tmp, start_s=3600.0), start_timeout=2.0, collective_timeout=2.0)
+        return "the group started with rank 1 stalled at start"
+    except RemoteRankError as exc:
+        if str(exc) != "gloo rank 1 did not answer start within 2s":
+            return f"a rank that never starts is not named: {exc}"
+    # Its launcher thread ends once close() has killed the ranks.
+    launchers = [t for t in set(threading.enumerate()) - before if t.name == gloo.LAUNCHER]
+    for t in launchers:
+        t.join(60)
+    return "rank processes left running after a failed start" if any(t.is_alive() for t in launchers) else ""
+
+
+def flush_past_its_deadline(tmp: str) -> str:
+    """Auto mode, rank 1's first backup write hangs: flush(timeout) gives up at its
+    deadline with an error naming rank 1 instead of waiting for the store."""
+    group = _gloo("wt-storage-2r", StallingStorage(tmp, put_s=3600.0), manual=False, collective_timeout=5.0)
+    procs = list(group._procs)
+    try:
+        group.insert([1])
+        try:
+            group.flush(timeout=2.0)
+            return "flush returned while rank 1's backup write hangs"
+        except TimeoutError as exc:
+            # Both ranks hold the backup (acks are agreed); rank 1's store call is the stall.
+            msg = str(exc)
+            if "flush: work still in flight on rank(s) [0, 1]" not in msg or "'store_calls': 1}]" not in msg:
+                return f"flush's timeout does not name rank 1's store call: {msg}"
+    finally:
+        group.close()
+    return _all_gone(procs)
+
+
+def corrupted_store() -> str:
+    """The store holds other bytes under a page the rank stored (a store-side corruption
+    that its own digest cannot see: the object was rewritten whole): the rank's self-check
+    (verify) must report the page."""
+    import torch
+
+    cfg = model_file.load("wt-storage-1r").config
+    model = Model(cfg)
+    driver = ReferenceDriver(cfg)
+    try:
+        s = model.init_states()[0]
+        for name in ("insert", "write_dma_done", "writing_check", "storage_backup_done",
+                     "drain_storage_control_queues"):
+            # the last of a kind: a backup that stores every page (not a partial one)
+            a = [a for a in model.actions(s) if a.name == name][-1]
+            driver.apply(a)
+            s = model.next_state(s, a)
+        if driver.verify():
+            return f"the self-check fails before the fault: {driver.verify()}"
+        rank = driver.group.ranks[0]
+        if not rank.stored:
+            return "no page was stored"
+        key = [rank_key(sorted(rank.stored)[0], rank.rank)]
+        rank.backend.delete(key)
+        rank.backend.batch_put(key, [torch.full_like(rank.host_pool.page(rank.host_pool.base), 7.25)])
+        problems = driver.verify()
+    finally:
+        driver.close()
+    if not any("holds wrong bytes" in p for p in problems):
+        return f"a page rewritten in the store is not reported by the self-check: {problems}"
+    return ""
+
+
+def _first_path(model, goal, limit: int = 20_000):
+    """A shortest spec trace to a state where ``goal(state)`` holds (breadth-first)."""
+    from collections import deque
+
+    init = model.init_states()[0]
+    seen, todo = {init}, deque([(init, [])])
+    while todo and len(seen) < limit:
+        s, path = todo.popleft()
+        for a in model.actions(s):
+            t = model.next_state(s, a)
+            if goal(t):
+                return path + [a]
+            if t not in seen:
+                seen.add(t)
+                todo.append((t, path + [a]))
+    return None
+
+
+def close_with_a_read_in_flight() -> str:
+    """A prefetch's storage read is still queued (manual mode: one worker per read) when
+    the driver closes: close() must stop that worker too, leaving no thread behind."""
+    cfg = model_file.load("wt-prefetch-1r").config
+    trace = _first_path(Model(cfg), lambda s: s.ranks[0].pq)  # a prefetch in flight
+    before = {t for t in threading.enumerate() if t.name.startswith(WORKER_THREAD)}
+    driver = ReferenceDriver(cfg)
+    try:
+        for a in trace:
+            driver.apply(a)
+        started = {t for t in threading.enumerate() if t.name.startswith(WORKER_THREAD)} - before
+    finally:
+        driver.close()
+    left = [t.name for t in started if t.is_alive()]
+    if not started:
+        return "the trace started no storage worker"
+    return f"close() left storage worker threads running: {left}" if left else ""
+
+
+def leftover_worker_threads() -> str:
+    """Storage worker threads still running: after every driver is closed, none may be
+    (close() stops them all, per-read prefetch workers included)."""
+    left = [t.name for t in threading.enumerate() if t.name.startswith(WORKER_THREAD) and t.is_alive()]
+    return f"implementation threads still running after close(): {left}" if left else ""
+
+
+def scenarios(tmp_dir):
+    """(name, run) per fault; ``tmp_dir()`` gives a fresh store directory."""
+    return [
+        ("stopped rank in a collective", stopped_rank_in_a_collective),
+        ("slow rank start", lambda: slow_rank_start(tmp_dir())),
+        ("rank never starts", lambda: rank_never_starts(tmp_dir())),
+        ("flush past its deadline", lambda: flush_past_its_deadline(tmp_dir())),
+        ("corrupted store", corrupted_store),
+        ("close with a read in flight", close_with_a_read_in_flight),
+    ]
