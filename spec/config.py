@@ -86,9 +86,9 @@ class Config:
     # How else a prefetch ends (spec/prefetch_end.py): the scheduler revokes it on every
     # rank; a rank's read fails midway and that rank marks the operation terminated.
     prefetch_revoke: bool = constant(False, "the scheduler may revoke an in-flight prefetch", proofs=False,
-                                     symmetry=False)
+                                     symmetry=False, twin="PrefetchRevoke")
     prefetch_read_fail: bool = constant(False, "a rank's prefetch read may fail midway (mark_terminate)",
-                                        proofs=False, symmetry=False)
+                                        proofs=False, symmetry=False, twin="PrefetchReadFail")
     # Seed 000's durable LRU (spec/durable.py): its bound in pages (0: unbounded) and the
     # anti-churn age gate in drain rounds (0: a fully durable node is never staged again).
     durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", twin="DurableCapacity",
@@ -186,11 +186,9 @@ class Unmodelled(NamedTuple):
 
 UNMODELLED = (
     Unmodelled(lambda c: c.prefetch_stop == "timeout", 'prefetch_stop = "timeout"',
-               twin="no prefetch_timeout operator",
+               twin="",
                proofs="the encoding's vote has best_effort and wait_complete only, and no prefetch_timeout step",
                actions=("prefetch_timeout",)),
-    Unmodelled(lambda c: c.cp_planner and c.victim_order == "lru", 'victim_order = "lru" with cp_planner',
-               twin="the twin's planner breaks ties by end page", proofs=""),
 )
 
 
