@@ -234,6 +234,8 @@ writing_check ==
        ELSE IF DigestHalts
        THEN /\ halted' = HaltMessage("writing_check")
             /\ UNCHANGED << ranks, store, hung >>
+       ELSE IF ~RoundDue /\ MinOver([r \in RankIds |-> ranks[r].wdone]) = 0
+       THEN UNCHANGED vars   \* MIN = 0, no digests to clear: the effect is the identity
        ELSE /\ ranks' = WritingCheckEffect(AfterDigest)
             /\ UNCHANGED << store, hung, halted >>
 
@@ -486,6 +488,8 @@ loading_check ==
     /\ IF DigestHalts
        THEN /\ halted' = HaltMessage("loading_check")
             /\ UNCHANGED << ranks, store, hung >>
+       ELSE IF ~RoundDue /\ MinOver([r \in RankIds |-> ranks[r].ldone]) = 0
+       THEN UNCHANGED vars   \* MIN = 0, no digests to clear: the effect is the identity
        ELSE /\ ranks' = LoadingCheckEffect(AfterDigest)
             /\ UNCHANGED << store, hung, halted >>
 
@@ -827,6 +831,13 @@ DrainEffect(rks) ==
              IN  IF c[2] THEN TLCEval([r \in RankIds |-> [after[r] EXCEPT !.plan = PreparePlan(after[r])]])
                  ELSE after
 
+\* Nothing to drain, retire, plan or clear: the round's effect is the identity (TLC
+\* need not rebuild the ranks to find the same state).
+DrainIdle ==
+    /\ ~RoundDue /\ ~MirrorReleaseOn /\ RevokesReady(ranks) = {}
+    /\ \E r \in RankIds : ranks[r].sdone = << >>
+    /\ \E r \in RankIds : ranks[r].relq = << >>
+
 \* Runs every iteration while storage operations are outstanding; MIN may be 0.
 drain_storage_control_queues ==
     /\ \/ \E r \in RankIds : ranks[r].sq # << >> \/ ranks[r].relq # << >>
@@ -835,6 +846,8 @@ drain_storage_control_queues ==
     /\ IF DigestHalts
        THEN /\ halted' = HaltMessage("drain_storage_control_queues")
             /\ UNCHANGED << ranks, store, hung >>
+       ELSE IF DrainIdle
+       THEN UNCHANGED vars
        ELSE /\ ranks' = DrainEffect(RetireRevoked(AfterDigest))   \* _drain_revoke first
             /\ UNCHANGED << store, hung, halted >>
 
