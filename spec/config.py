@@ -86,9 +86,9 @@ class Config:
     # How else a prefetch ends (spec/prefetch_end.py): the scheduler revokes it on every
     # rank; a rank's read fails midway and that rank marks the operation terminated.
     prefetch_revoke: bool = constant(False, "the scheduler may revoke an in-flight prefetch",
-                                     symmetry=False)
+                                     symmetry=False, twin="PrefetchRevoke")
     prefetch_read_fail: bool = constant(False, "a rank's prefetch read may fail midway (mark_terminate)",
-                                        symmetry=False)
+                                        symmetry=False, twin="PrefetchReadFail")
     # Seed 000's durable LRU (spec/durable.py): its bound in pages (0: unbounded) and the
     # anti-churn age gate in drain rounds (0: a fully durable node is never staged again).
     durable_capacity: int = constant(0, "durable LRU bound in pages (0: unbounded)", twin="DurableCapacity",
@@ -190,14 +190,7 @@ class Unmodelled(NamedTuple):
     actions: Tuple[str, ...] = ()  # the spec actions only this setting enables
 
 
-UNMODELLED = (
-    Unmodelled(lambda c: c.prefetch_stop == "timeout", 'prefetch_stop = "timeout"',
-               twin="no prefetch_timeout operator",
-               proofs="",
-               actions=("prefetch_timeout",)),
-    Unmodelled(lambda c: c.cp_planner and c.victim_order == "lru", 'victim_order = "lru" with cp_planner',
-               twin="the twin's planner breaks ties by end page", proofs=""),
-)
+UNMODELLED: Tuple[Unmodelled, ...] = ()  # none today: both model every setting of their fields
 
 
 def changed(cfg: Config, keep=lambda c: True) -> List[str]:

@@ -108,7 +108,7 @@ class RankState(NamedTuple):
 
 # RankState fields the TLA+ twin does not have: only options it refuses (spec/config.py,
 # twin="") make them differ from their default, so in every model it checks they are empty.
-TWINLESS_FIELDS = frozenset({"pflags"})
+TWINLESS_FIELDS = frozenset()
 
 
 class State(NamedTuple):

@@ -241,7 +241,7 @@ VARIANTS = {
             "check_prefetch_progress: the vote carries can_terminate only, not whether the "
             "operation is terminated on some rank",
             "prefetch_progress",
-            action="check_prefetch_progress", twin=False, proof=LIVENESS_ONLY, catalogue=False,
+            action="check_prefetch_progress", proof=LIVENESS_ONLY, catalogue=False,
         ),
         Variant(
             "timeout-local-vote",
@@ -251,7 +251,7 @@ VARIANTS = {
             "TP deadlock",
             "check_prefetch_progress: a rank's own timeout decides, without the MAX vote",
             "no_collective_hang",
-            action="check_prefetch_progress", twin=False,
+            action="check_prefetch_progress",
             catalogue=False,
         ),
         Variant(
@@ -264,7 +264,7 @@ VARIANTS = {
             "prefetch_revoke: the host slots are freed at the revoke, not by the drain round "
             "once every rank's read has settled",
             "no_use_after_free",
-            action="prefetch_revoke", twin=False,
+            action="prefetch_revoke",
             catalogue=False,
         ),
         Variant(

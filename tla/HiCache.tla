@@ -234,6 +234,8 @@ writing_check ==
        ELSE IF DigestHalts
        THEN /\ halted' = HaltMessage("writing_check")
             /\ UNCHANGED << ranks, store, hung >>
+       ELSE IF ~RoundDue /\ MinOver([r \in RankIds |-> ranks[r].wdone]) = 0
+       THEN UNCHANGED vars   \* MIN = 0, no digests to clear: the effect is the identity
        ELSE /\ ranks' = WritingCheckEffect(AfterDigest)
             /\ UNCHANGED << store, hung, halted >>
 
@@ -344,12 +346,18 @@ Admitted(rs, v, planned, protected) ==
         ELSE LET x == anc[Min(stop)]
              IN  IF x \notin planned /\ LeafAfter(rs, x, planned, protected) THEN x ELSE -1
 
-\* The order: largest gain, then largest credit, then the end page (the variant: the
-\* rank's local clock before the end page).
+\* 0-based position of e in the host-side victim order (victim_order = "lru").
+LruPos(rs, e) == LET o == VictimOrderOf(rs) IN (CHOOSE i \in DOMAIN o : o[i] = e) - 1
+
+\* The order: largest gain, then largest credit, then (get_priority) the replicated LRU
+\* position under victim_order = "lru", then the end page (the variant: the rank's
+\* local clock before the end page).
 PlanKey(rs, e, rem, planned, protected) ==
     LET g == Gain(rs, e, rem)
         u == IF g > 0 THEN 0 ELSE UnlockCredit(rs, e, rem, planned, protected)
-    IN  IF Has("planner-local-tiebreak") THEN << -g, -u, ClockPos(rs, e), e >> ELSE << -g, -u, e >>
+    IN  IF Has("planner-local-tiebreak") THEN << -g, -u, ClockPos(rs, e), e >>
+        ELSE IF Lru THEN << -g, -u, LruPos(rs, e), e >>
+        ELSE << -g, -u, e >>
 
 \* Lexicographic order on integer tuples of one length.
 KeyLess(a, b) == \E i \in DOMAIN a : a[i] < b[i] /\ \A j \in 1 .. i - 1 : a[j] = b[j]
@@ -480,8 +488,216 @@ loading_check ==
     /\ IF DigestHalts
        THEN /\ halted' = HaltMessage("loading_check")
             /\ UNCHANGED << ranks, store, hung >>
+       ELSE IF ~RoundDue /\ MinOver([r \in RankIds |-> ranks[r].ldone]) = 0
+       THEN UNCHANGED vars   \* MIN = 0, no digests to clear: the effect is the identity
        ELSE /\ ranks' = LoadingCheckEffect(AfterDigest)
             /\ UNCHANGED << store, hung, halted >>
+
+-----------------------------------------------------------------------------
+(* prefetch_from_storage, prefetch_io, check_prefetch_progress             *)
+(* (spec/prefetch.py).                                                     *)
+
+NoAnchor == << -1, -1 >>
+
+\* << matched pages, anchor node or -1 >> when req can prefetch, else NoAnchor.
+Anchor(rs, req) ==
+    LET path == ReqPages[req]
+        k == MatchedPrefix(rs, req)
+    IN  IF k = Len(path) THEN NoAnchor
+        ELSE IF k = 0 THEN << 0, -1 >>
+        ELSE LET e == rs.owner[path[k]]
+             IN  IF e # path[k] \/ rs.nodes[e].host # HOST_RESIDENT THEN NoAnchor ELSE << k, e >>
+
+Protect(rs, anchor, delta) ==
+    IF anchor < 0 THEN rs ELSE [rs EXCEPT !.nodes[anchor].href = @ + delta]
+
+\* All replicas agree on the anchor, and the store has the first missing page.
+CanPrefetch(req, a) ==
+    /\ a # NoAnchor
+    /\ \A r \in RankIds : Anchor(ranks[r], req) = a
+    /\ \E r \in RankIds : ReqPages[req][a[1] + 1] \in store[Source(r)]
+
+\* protect_host(anchor) first, then reserve host slots for the missing pages.
+PrefetchEffect(req, a, fail) ==
+    LET k == a[1]  anchor == a[2]
+        n == Len(ReqPages[req]) - k
+        alloc == AllocateHost(TLCEval([r \in RankIds |-> Protect(ranks[r], anchor, 1)]), n, fail, TRUE)
+    IN  TLCEval([r \in RankIds |->
+                   IF alloc[2][r]
+                   THEN LET got == ReserveSlots(alloc[1][r], n)
+                        IN  [got[1] EXCEPT !.host_free = @ - n,
+                                           !.pq = Append(@, << req, anchor, k, n >>),
+                                           !.pdone = Append(@, NOT_DONE),
+                                           !.pflags = IF TracksFlags THEN Append(@, {}) ELSE @,
+                                           !.pslots = IF Slots THEN Append(@, got[2]) ELSE @]
+                   ELSE Protect(alloc[1][r], anchor, -1)])
+
+prefetch_from_storage(req, fail) ==
+    /\ Prefetch /\ Storage
+    /\ ~\E r \in RankIds : \E i \in DOMAIN ranks[r].pq : ranks[r].pq[i][1] = req
+    /\ CanPrefetch(req, Anchor(ranks[0], req))
+    /\ ranks' = PrefetchEffect(req, Anchor(ranks[0], req), fail)
+    /\ UNCHANGED << store, hung, halted >>
+
+\* The leading pages of prefetch op that the store holds (the read stops at a miss).
+PagesRead(op, held) ==
+    LET path == ReqPages[op[1]]
+    IN  Max({g \in 0 .. op[4] : \A j \in 1 .. g : path[op[3] + j] \in held})
+
+\* The rank's read finishes with the leading pages its store holds.
+prefetch_io(r, i) ==
+    /\ i \in DOMAIN ranks[r].pq
+    /\ ranks[r].pdone[i] = NOT_DONE
+    /\ ranks' = [ranks EXCEPT ![r].pdone[i] = PagesRead(ranks[r].pq[i], store[Source(r)])]
+    /\ UNCHANGED << store, hung, halted >>
+
+FinishPrefetch(rs, i, completed) ==
+    LET op == rs.pq[i]
+        anchor == op[2]  k == op[3]  n == op[4]
+        fetched == SubSeq(ReqPages[op[1]], k + 1, k + completed)
+        have == Max({h \in 0 .. Len(fetched) : \A j \in 1 .. h : rs.owner[fetched[j]] >= 0})
+        rs1 == IF have > 0 THEN EnsureBoundary(rs, fetched[have]) ELSE rs
+        rs2 == IF have < Len(fetched)
+               THEN TouchLru(AddNode(rs1, fetched[have + 1], fetched[Len(fetched)],
+                                     [NoNode EXCEPT !.start = fetched[have + 1], !.host = HOST_RESIDENT]),
+                             << fetched[Len(fetched)] >>)
+               ELSE rs1
+        tail == n - completed
+        freeNow == have + (IF Has("prefetch-double-free") THEN tail ELSE 0)
+        held == IF Slots THEN rs.pslots[i] ELSE << >>
+        rsS == IF ~Slots THEN rs2
+               ELSE LET a == AdoptSlots(rs2, Slice(fetched, have, Len(fetched)), Slice(held, have, completed))
+                        b == ReleaseSlots(a, Slice(held, 0, have)
+                                             \o (IF Has("prefetch-double-free") THEN Slice(held, completed, Len(held))
+                                                 ELSE << >>))
+                    IN  [b EXCEPT !.pslots = RemoveAt(@, i),
+                                  !.rslots = IF tail # 0 THEN Append(@, Slice(held, completed, Len(held))) ELSE @]
+        rs3 == [rsS EXCEPT !.host_free = @ + freeNow,
+                           !.relq = IF tail # 0 THEN Append(@, tail) ELSE @,
+                           !.pq = RemoveAt(@, i),
+                           !.pdone = RemoveAt(@, i),
+                           !.pflags = IF TracksFlags THEN RemoveAt(@, i) ELSE @]
+    IN  IF anchor >= 0 /\ Live(rs3, anchor)
+        THEN [rs3 EXCEPT !.nodes[anchor].href = @ - 1]
+        ELSE rs3
+
+CheckPrefetchEffect(i) ==
+    LET completed == MinOver([r \in RankIds |-> Max2(ranks[r].pdone[i], 0)])
+    IN  TLCEval([r \in RankIds |-> FinishPrefetch(ranks[r], i, completed)])
+
+-----------------------------------------------------------------------------
+(* How a prefetch ends (spec/prefetch_end.py): the stop vote, a rank's     *)
+(* timer, a read failing midway, revoke.                                   *)
+
+\* The ending flags of prefetch i on a rank ({} while no ending is tracked).
+Flags(rs, i) == IF rs.pflags = << >> THEN {} ELSE rs.pflags[i]
+
+\* The read finished with every page the hit query found (a failed read did not).
+Completed(rs, i) == rs.pdone[i] # NOT_DONE /\ TERMINATED \notin Flags(rs, i)
+
+\* A rank's stop vote (can_terminate_prefetch): best_effort always, wait_complete
+\* once its read has completed, timeout once it completed or its timer fired.
+CanTerminate(rs, i) ==
+    CASE PrefetchStop = "best_effort" -> TRUE
+      [] PrefetchStop = "wait_complete" -> Completed(rs, i)
+      [] OTHER -> Completed(rs, i) \/ TIMED_OUT \in Flags(rs, i)
+
+\* The MAX all-reduce of [1 - can_terminate, terminated]: every rank can terminate, or
+\* the operation is terminated on some rank (variant terminated-half-dropped: the
+\* vote carries can_terminate only).
+TerminateVote(i) ==
+    \/ \A r \in RankIds : CanTerminate(ranks[r], i)
+    \/ ~Has("terminated-half-dropped") /\ \E r \in RankIds : TERMINATED \in Flags(ranks[r], i)
+
+\* While the vote says go on, a rank that decides alone terminates anyway and waits in
+\* the MIN all-reduce its peers skipped: prefetch-vote-skipped (a rank that can
+\* terminate), timeout-local-vote (a rank whose timer fired).
+SkipsVote(i) ==
+    \/ Has("prefetch-vote-skipped") /\ \E r \in RankIds : CanTerminate(ranks[r], i)
+    \/ Has("timeout-local-vote") /\ \E r \in RankIds : TIMED_OUT \in Flags(ranks[r], i)
+
+\* Terminate once the vote says so (else a stuttering step), agree on the completed
+\* prefix (MIN), insert it host-only.  A revoked prefetch is the drain round's.
+check_prefetch_progress(i) ==
+    /\ i \in DOMAIN ranks[0].pq
+    /\ \A r \in RankIds : i \in DOMAIN ranks[r].pq /\ ranks[r].pq[i] = ranks[0].pq[i]
+    /\ REVOKED \notin Flags(ranks[0], i)
+    /\ IF TerminateVote(i)
+       THEN /\ ranks' = CheckPrefetchEffect(i)
+            /\ UNCHANGED << store, hung, halted >>
+       ELSE IF SkipsVote(i)
+       THEN /\ hung' = "check_prefetch_progress"
+            /\ UNCHANGED << ranks, store, halted >>
+       ELSE UNCHANGED vars
+
+\* The rank's clock passes the prefetch's deadline while its read has not completed;
+\* once fired it stays fired.  A revoked prefetch is past voting.
+prefetch_timeout(r, i) ==
+    /\ PrefetchStop = "timeout"
+    /\ i \in DOMAIN ranks[r].pq
+    /\ Flags(ranks[r], i) \cap {TIMED_OUT, REVOKED} = {}
+    /\ ~Completed(ranks[r], i)
+    /\ ranks' = [ranks EXCEPT ![r].pflags[i] = @ \cup {TIMED_OUT}]
+    /\ UNCHANGED << store, hung, halted >>
+
+\* A storage batch comes back short: the read stops with nothing usable and marks the
+\* operation terminated on this rank.
+prefetch_read_fails(r, i) ==
+    /\ PrefetchReadFail
+    /\ i \in DOMAIN ranks[r].pq
+    /\ ranks[r].pdone[i] = NOT_DONE
+    /\ ranks' = [ranks EXCEPT ![r].pdone[i] = 0, ![r].pflags[i] = @ \cup {TERMINATED}]
+    /\ UNCHANGED << store, hung, halted >>
+
+\* Free a prefetch's host slots once (its op stays queued).
+FreePrefetch(rs, i) ==
+    IF FREED \in rs.pflags[i] THEN rs
+    ELSE [ReleaseSlots(rs, IF Slots THEN rs.pslots[i] ELSE << >>)
+          EXCEPT !.pslots = IF Slots THEN [@ EXCEPT ![i] = << >>] ELSE @,
+                 !.host_free = @ + rs.pq[i][4],
+                 !.pflags[i] = @ \cup {FREED}]
+
+\* terminate_prefetch on the rank, the revoke queued for the next drain round (variant
+\* revoke-frees-in-flight: the host slots are freed now, under the read).
+RevokeOnRank(rs, i) ==
+    LET rs1 == [rs EXCEPT !.pflags[i] = @ \cup {REVOKED, TERMINATED}]
+    IN  IF Has("revoke-frees-in-flight") THEN FreePrefetch(rs1, i) ELSE rs1
+
+prefetch_revoke(i) ==
+    /\ PrefetchRevoke
+    /\ \A r \in RankIds : i \in DOMAIN ranks[r].pq /\ ranks[r].pq[i] = ranks[0].pq[i]
+    /\ REVOKED \notin Flags(ranks[0], i)
+    /\ ranks' = TLCEval([r \in RankIds |-> RevokeOnRank(ranks[r], i)])
+    /\ UNCHANGED << store, hung, halted >>
+
+\* Revoked prefetches whose read has settled on every rank (_drain_revoke's count).
+RevokesReady(rks) ==
+    IF ~PrefetchRevoke THEN {}
+    ELSE {i \in DOMAIN rks[0].pq : /\ REVOKED \in Flags(rks[0], i)
+                                   /\ \A r \in RankIds : i \in DOMAIN rks[r].pdone /\ rks[r].pdone[i] # NOT_DONE}
+
+\* The entries of s at the indices not in R.
+DropIdx(s, R) ==
+    LET keep == SelectSeq([j \in DOMAIN s |-> j], LAMBDA j : j \notin R)
+    IN  [j \in DOMAIN keep |-> s[keep[j]]]
+
+\* _drain_revoke on one rank: each ready revoke frees its host slots (unless freed
+\* already), releases its anchor's host reference and leaves the queues.
+RetireOnRank(rs, R) ==
+    LET open == {i \in R : FREED \notin rs.pflags[i]}
+        rs1 == ReleaseSlots(rs, IF Slots THEN Flatten(SelectSeq([i \in DOMAIN rs.pslots |-> IF i \in open THEN rs.pslots[i] ELSE << >>],
+                                                                 LAMBDA x : x # << >>))
+                                ELSE << >>)
+        Released(x) == Cardinality({i \in R : rs.pq[i][2] = x})
+    IN  [rs1 EXCEPT !.host_free = @ + SumSeq([i \in DOMAIN rs.pq |-> IF i \in open THEN rs.pq[i][4] ELSE 0]),
+                    !.nodes = TLCEval([x \in Pages |-> IF Live(rs, x) THEN [rs.nodes[x] EXCEPT !.href = @ - Released(x)]
+                                                       ELSE rs.nodes[x]]),
+                    !.pq = DropIdx(@, R), !.pdone = DropIdx(@, R), !.pflags = DropIdx(@, R),
+                    !.pslots = IF Slots THEN DropIdx(@, R) ELSE @]
+
+RetireRevoked(rks) ==
+    LET R == RevokesReady(rks)
+    IN  IF R = {} THEN rks ELSE TLCEval([r \in RankIds |-> RetireOnRank(rks[r], R)])
 
 -----------------------------------------------------------------------------
 (* storage_backup_done, drain_storage_control_queues with mirror release,  *)
@@ -615,14 +831,24 @@ DrainEffect(rks) ==
              IN  IF c[2] THEN TLCEval([r \in RankIds |-> [after[r] EXCEPT !.plan = PreparePlan(after[r])]])
                  ELSE after
 
+\* Nothing to drain, retire, plan or clear: the round's effect is the identity (TLC
+\* need not rebuild the ranks to find the same state).
+DrainIdle ==
+    /\ ~RoundDue /\ ~MirrorReleaseOn /\ RevokesReady(ranks) = {}
+    /\ \E r \in RankIds : ranks[r].sdone = << >>
+    /\ \E r \in RankIds : ranks[r].relq = << >>
+
 \* Runs every iteration while storage operations are outstanding; MIN may be 0.
 drain_storage_control_queues ==
     /\ \/ \E r \in RankIds : ranks[r].sq # << >> \/ ranks[r].relq # << >>
+       \/ RevokesReady(ranks) # {}
        \/ MirrorWorkPending
     /\ IF DigestHalts
        THEN /\ halted' = HaltMessage("drain_storage_control_queues")
             /\ UNCHANGED << ranks, store, hung >>
-       ELSE /\ ranks' = DrainEffect(AfterDigest)
+       ELSE IF DrainIdle
+       THEN UNCHANGED vars
+       ELSE /\ ranks' = DrainEffect(RetireRevoked(AfterDigest))   \* _drain_revoke first
             /\ UNCHANGED << store, hung, halted >>
 
 store_lose(r, p) ==
@@ -637,114 +863,6 @@ registry_skew(r) ==
     /\ Len(ranks[r].dups) >= 2
     /\ ranks' = [ranks EXCEPT ![r].dups = Tail(@) \o << Head(@) >>]
     /\ UNCHANGED << store, hung, halted >>
-
------------------------------------------------------------------------------
-(* prefetch_from_storage, prefetch_io, check_prefetch_progress             *)
-(* (spec/prefetch.py).                                                     *)
-
-NoAnchor == << -1, -1 >>
-
-\* << matched pages, anchor node or -1 >> when req can prefetch, else NoAnchor.
-Anchor(rs, req) ==
-    LET path == ReqPages[req]
-        k == MatchedPrefix(rs, req)
-    IN  IF k = Len(path) THEN NoAnchor
-        ELSE IF k = 0 THEN << 0, -1 >>
-        ELSE LET e == rs.owner[path[k]]
-             IN  IF e # path[k] \/ rs.nodes[e].host # HOST_RESIDENT THEN NoAnchor ELSE << k, e >>
-
-Protect(rs, anchor, delta) ==
-    IF anchor < 0 THEN rs ELSE [rs EXCEPT !.nodes[anchor].href = @ + delta]
-
-\* All replicas agree on the anchor, and the store has the first missing page.
-CanPrefetch(req, a) ==
-    /\ a # NoAnchor
-    /\ \A r \in RankIds : Anchor(ranks[r], req) = a
-    /\ \E r \in RankIds : ReqPages[req][a[1] + 1] \in store[Source(r)]
-
-\* protect_host(anchor) first, then reserve host slots for the missing pages.
-PrefetchEffect(req, a, fail) ==
-    LET k == a[1]  anchor == a[2]
-        n == Len(ReqPages[req]) - k
-        alloc == AllocateHost(TLCEval([r \in RankIds |-> Protect(ranks[r], anchor, 1)]), n, fail, TRUE)
-    IN  TLCEval([r \in RankIds |->
-                   IF alloc[2][r]
-                   THEN LET got == ReserveSlots(alloc[1][r], n)
-                        IN  [got[1] EXCEPT !.host_free = @ - n,
-                                           !.pq = Append(@, << req, anchor, k, n >>),
-                                           !.pdone = Append(@, NOT_DONE),
-                                           !.pslots = IF Slots THEN Append(@, got[2]) ELSE @]
-                   ELSE Protect(alloc[1][r], anchor, -1)])
-
-prefetch_from_storage(req, fail) ==
-    /\ Prefetch /\ Storage
-    /\ ~\E r \in RankIds : \E i \in DOMAIN ranks[r].pq : ranks[r].pq[i][1] = req
-    /\ CanPrefetch(req, Anchor(ranks[0], req))
-    /\ ranks' = PrefetchEffect(req, Anchor(ranks[0], req), fail)
-    /\ UNCHANGED << store, hung, halted >>
-
-\* The leading pages of prefetch op that the store holds (the read stops at a miss).
-PagesRead(op, held) ==
-    LET path == ReqPages[op[1]]
-    IN  Max({g \in 0 .. op[4] : \A j \in 1 .. g : path[op[3] + j] \in held})
-
-\* The rank's read finishes with the leading pages its store holds.
-prefetch_io(r, i) ==
-    /\ i \in DOMAIN ranks[r].pq
-    /\ ranks[r].pdone[i] = NOT_DONE
-    /\ ranks' = [ranks EXCEPT ![r].pdone[i] = PagesRead(ranks[r].pq[i], store[Source(r)])]
-    /\ UNCHANGED << store, hung, halted >>
-
-FinishPrefetch(rs, i, completed) ==
-    LET op == rs.pq[i]
-        anchor == op[2]  k == op[3]  n == op[4]
-        fetched == SubSeq(ReqPages[op[1]], k + 1, k + completed)
-        have == Max({h \in 0 .. Len(fetched) : \A j \in 1 .. h : rs.owner[fetched[j]] >= 0})
-        rs1 == IF have > 0 THEN EnsureBoundary(rs, fetched[have]) ELSE rs
-        rs2 == IF have < Len(fetched)
-               THEN TouchLru(AddNode(rs1, fetched[have + 1], fetched[Len(fetched)],
-                                     [NoNode EXCEPT !.start = fetched[have + 1], !.host = HOST_RESIDENT]),
-                             << fetched[Len(fetched)] >>)
-               ELSE rs1
-        tail == n - completed
-        freeNow == have + (IF Has("prefetch-double-free") THEN tail ELSE 0)
-        held == IF Slots THEN rs.pslots[i] ELSE << >>
-        rsS == IF ~Slots THEN rs2
-               ELSE LET a == AdoptSlots(rs2, Slice(fetched, have, Len(fetched)), Slice(held, have, completed))
-                        b == ReleaseSlots(a, Slice(held, 0, have)
-                                             \o (IF Has("prefetch-double-free") THEN Slice(held, completed, Len(held))
-                                                 ELSE << >>))
-                    IN  [b EXCEPT !.pslots = RemoveAt(@, i),
-                                  !.rslots = IF tail # 0 THEN Append(@, Slice(held, completed, Len(held))) ELSE @]
-        rs3 == [rsS EXCEPT !.host_free = @ + freeNow,
-                           !.relq = IF tail # 0 THEN Append(@, tail) ELSE @,
-                           !.pq = RemoveAt(@, i),
-                           !.pdone = RemoveAt(@, i)]
-    IN  IF anchor >= 0 /\ Live(rs3, anchor)
-        THEN [rs3 EXCEPT !.nodes[anchor].href = @ - 1]
-        ELSE rs3
-
-CheckPrefetchEffect(i) ==
-    LET completed == MinOver([r \in RankIds |-> Max2(ranks[r].pdone[i], 0)])
-    IN  TLCEval([r \in RankIds |-> FinishPrefetch(ranks[r], i, completed)])
-
-\* A rank's stop vote (can_terminate_prefetch): best_effort always, wait_complete
-\* once its read has finished.
-CanTerminate(rs, i) == PrefetchStop = "best_effort" \/ rs.pdone[i] # NOT_DONE
-
-\* Terminate once the MAX vote says every rank can (else a stuttering step), agree on
-\* the completed prefix (MIN), insert it host-only.  The variant: a rank that can
-\* terminate enters the MIN all-reduce alone and waits there forever.
-check_prefetch_progress(i) ==
-    /\ i \in DOMAIN ranks[0].pq
-    /\ \A r \in RankIds : i \in DOMAIN ranks[r].pq /\ ranks[r].pq[i] = ranks[0].pq[i]
-    /\ IF \A r \in RankIds : CanTerminate(ranks[r], i)
-       THEN /\ ranks' = CheckPrefetchEffect(i)
-            /\ UNCHANGED << store, hung, halted >>
-       ELSE IF Has("prefetch-vote-skipped") /\ \E r \in RankIds : CanTerminate(ranks[r], i)
-       THEN /\ hung' = "check_prefetch_progress"
-            /\ UNCHANGED << ranks, store, halted >>
-       ELSE UNCHANGED vars
 
 -----------------------------------------------------------------------------
 (* lock_request, unlock_request (spec/request_locks.py).                   *)
@@ -783,12 +901,15 @@ unlock_request(req) ==
 (* checked but not expanded.  TLC's CONSTRAINT would drop them uncounted,  *)
 (* so Next takes the bound as a conjunct instead.                          *)
 
+\* Host pages the prefetches in flight hold (one whose slots were freed early holds none).
+HeldByPrefetches(rs) == SumSeq([i \in DOMAIN rs.pq |-> IF FREED \in Flags(rs, i) THEN 0 ELSE rs.pq[i][4]])
+
 InBounds ==
     \A r \in RankIds :
         LET rs == ranks[r] IN
         /\ 0 <= rs.dev_free /\ rs.dev_free <= DevicePages
         /\ 0 <= rs.host_free /\ rs.host_free <= HostPages
-        /\ SumSeq(rs.relq) + SumSeq([i \in DOMAIN rs.pq |-> rs.pq[i][4]]) <= HostPages
+        /\ SumSeq(rs.relq) + HeldByPrefetches(rs) <= HostPages
         /\ \A e \in LiveNodes(rs) : rs.nodes[e].lock <= MaxLock /\ rs.nodes[e].href <= MaxLock
 
 \* Replicated steps: the scheduler issues them on every rank; none may run
@@ -799,6 +920,7 @@ ReplicatedStep ==
     \/ \E e \in Pages : load_back(e)
     \/ Prefetch /\ Storage /\ \E req \in Reqs, fail \in FailSets : prefetch_from_storage(req, fail)
     \/ RequestLocks /\ \E req \in Reqs : lock_request(req) \/ unlock_request(req)
+    \/ PrefetchRevoke /\ \E i \in 1 .. Len(ranks[0].pq) : prefetch_revoke(i)
 
 OtherStep ==
     \/ \E r \in RankIds : write_dma_done(r)
@@ -810,6 +932,8 @@ OtherStep ==
     \/ drain_storage_control_queues
     \/ \E r \in RankIds : \E i \in 1 .. Len(ranks[r].pq) : prefetch_io(r, i)
     \/ \E i \in 1 .. Len(ranks[0].pq) : check_prefetch_progress(i)
+    \/ PrefetchStop = "timeout" /\ \E r \in RankIds : \E i \in 1 .. Len(ranks[r].pq) : prefetch_timeout(r, i)
+    \/ PrefetchReadFail /\ \E r \in RankIds : \E i \in 1 .. Len(ranks[r].pq) : prefetch_read_fails(r, i)
     \/ Fault("store_loss") /\ \E r \in RankIds, p \in Pages : store_lose(r, p)
     \/ Fault("registry_skew") /\ \E r \in RankIds : registry_skew(r)
     \/ (CpPlanner \/ Lru) /\ \E r \in RankIds, e \in Pages : local_access(r, e)
@@ -838,6 +962,7 @@ CopyHeld(rs, ops, devOk, hostOk) ==
         /\ devOk = {} \/ rs.nodes[rs.owner[p]].dev \in devOk
 
 DmaTargetsHeld(rs, readsForStorage) ==
+    /\ \A i \in DOMAIN rs.pq : FREED \in Flags(rs, i) => rs.pdone[i] # NOT_DONE   \* no read into freed slots
     /\ CopyHeld(rs, SubSeq(rs.wq, rs.wdone + 1, Len(rs.wq)), {RESIDENT}, {WRITING})
     /\ CopyHeld(rs, SubSeq(rs.lq, rs.ldone + 1, Len(rs.lq)), {LOADING}, {HOST_RESIDENT})
     /\ readsForStorage =>
@@ -851,7 +976,7 @@ PoolsBalance(rs) ==
     LET live == LiveNodes(rs)
         devHeld == SumLenSet(rs, {e \in live : rs.nodes[e].dev # ABSENT})
         hostHeld == SumLenSet(rs, {e \in live : rs.nodes[e].host # ABSENT})
-                    + SumSeq([i \in DOMAIN rs.pq |-> rs.pq[i][4]]) + SumSeq(rs.relq)
+                    + HeldByPrefetches(rs) + SumSeq(rs.relq)
     IN  /\ rs.dev_free >= 0 /\ rs.dev_free + devHeld = DevicePages
         /\ rs.host_free >= 0 /\ rs.host_free + hostHeld = HostPages
 

@@ -26,7 +26,9 @@ CONSTANTS
     HostFreeTarget,    \* mirror release runs while host_free < HostFreeTarget
     FailCloseAfter,    \* plan mismatches before mirror release fail-closes
     DigestBits,        \* width of the machine integers digests travel in
-    PrefetchStop,      \* "best_effort" | "wait_complete": each rank's prefetch stop vote
+    PrefetchStop,      \* "best_effort" | "wait_complete" | "timeout": each rank's prefetch stop vote
+    PrefetchRevoke,    \* the scheduler may revoke an in-flight prefetch
+    PrefetchReadFail,  \* a rank's prefetch read may fail midway (mark_terminate)
     DurableCapacity,   \* bound of the durable LRU in pages (0: unbounded)
     RefreshRounds,     \* anti-churn age gate in drain rounds (0: none)
     MaxLock,           \* bound on lock_ref / host_ref_counter (CONSTRAINT)
@@ -94,7 +96,7 @@ ASSUME /\ NumRanks >= 1
        /\ \A p \in 0 .. Len(PagePaths) - 2 : LexLess(Path(p), Path(p + 1))
        /\ Policy \in {"write_through", "write_through_selective", "write_back"}
        /\ DigestBits \in 2 .. 30      \* TLC integers are 32-bit
-       /\ PrefetchStop \in {"best_effort", "wait_complete"}
+       /\ PrefetchStop \in {"best_effort", "wait_complete", "timeout"}
        /\ PageSize >= 1 /\ LoadBackThreshold >= 1 /\ CpLanes >= 1
        /\ VictimOrder \in {"path", "lru"}
 
@@ -125,6 +127,8 @@ Has(v) == v \in Variants
 Fault(f) == f \in Faults
 Lru == VictimOrder = "lru"
 TracksDurableLru == DurableCapacity > 0 \/ RefreshRounds > 0
+\* Per-prefetch ending flags (spec/prefetch_end.py tracks_flags).
+TracksFlags == PrefetchStop = "timeout" \/ PrefetchRevoke \/ PrefetchReadFail
 TracksDigest == WriteBack /\ DuplicateReclaim /\ NumRanks > 1
 MirrorReleaseOn == MirrorRelease /\ Storage /\ ~WriteBack /\ ~Has("host-starvation")
 

@@ -17,6 +17,11 @@ WRITING == 1
 HOST_RESIDENT == 2     \* host states (ABSENT = 0)
 SKIP == -1             \* a single-writer follower's storage ack
 NOT_DONE == -1         \* pdone entry of a prefetch read still running
+\* How a prefetch is ending (spec/prefetch_end.py pflags bits; here a set of them).
+TIMED_OUT == "timed_out"
+TERMINATED == "terminated"
+REVOKED == "revoked"
+FREED == "freed"
 
 NoNode == [start |-> -1, dev |-> ABSENT, host |-> ABSENT, lock |-> 0, href |-> 0,
            hits |-> 0, lbp |-> FALSE, rel |-> FALSE]
@@ -31,6 +36,7 @@ NewNode(start) == [NoNode EXCEPT !.start = start, !.dev = RESIDENT]
 \* host slots each prefetch / release-queue entry holds.
 \* dlru (durable_capacity / refresh_rounds only): << page, drain rounds since marked >>,
 \* least recently marked first.
+\* pflags (TracksFlags only): per prefetch, aligned with pq, the set of its ending flags.
 \* running[req]: the node end request req locked, -1 when it is not running (the
 \* spec's sorted tuple of (request, end) pairs, one per running request).
 EmptyRank ==
@@ -44,7 +50,7 @@ EmptyRank ==
      hslot |-> IF Slots THEN TLCEval([p \in Pages |-> -1]) ELSE << >>,
      dfree |-> IF Slots THEN 0 .. DevicePages - 1 ELSE {},
      hfree |-> IF Slots THEN 0 .. HostPages - 1 ELSE {},
-     pslots |-> << >>, rslots |-> << >>, dlru |-> << >>]
+     pslots |-> << >>, rslots |-> << >>, dlru |-> << >>, pflags |-> << >>]
 
 -----------------------------------------------------------------------------
 (* Tree queries (spec/state.py).                                           *)

@@ -10,7 +10,7 @@ import pytest
 from tiercheck import cli
 from tiercheck.errors import UserError
 from tiercheck.models import model_file, tla_export
-from tiercheck.spec.config import CONSTANTS, UNMODELLED, build_pages
+from tiercheck.spec.config import CONSTANTS, UNMODELLED, Unmodelled, build_pages
 from tiercheck.spec.model import ACTIONS
 from tiercheck.spec.properties import PROPERTIES
 from tiercheck.spec.state import TWINLESS_FIELDS, RankState
@@ -157,7 +157,8 @@ def test_tla_command_bad_input_is_one_line_exit_2(tla_cli, tmp_path, capsys, mon
 
 def test_the_features_of_issue_15_are_exported():
     """Seed 004's planner over nested nodes and lanes, pages of tokens, LRU order, slots,
-    request locks, the bounded durable LRU and the prefetch stop vote: all twin CONSTANTS."""
+    request locks, the bounded durable LRU, the prefetch stop vote and the prefetch endings
+    (timeout, read failure, revoke): all twin CONSTANTS."""
     _mc, cfg = tla_export.render(model_file.load("cp-planner-lanes-2r"))
     assert "    CpPlanner = TRUE" in cfg and "    CpLanes = 2" in cfg
     _mc, cfg = tla_export.render(model_file.load("paged-1r"))
@@ -166,11 +167,20 @@ def test_the_features_of_issue_15_are_exported():
     assert "    Slots = TRUE" in cfg and "    slot_ownership" in cfg
     for name, line in [("lru-2r", 'VictimOrder = "lru"'), ("request-locks-1r", "RequestLocks = TRUE"),
                        ("wt-durable-lru-1r", "DurableCapacity = 1"), ("wt-durable-lru-1r", "RefreshRounds = 2"),
-                       ("wt-prefetch-wait-2r", 'PrefetchStop = "wait_complete"')]:
+                       ("wt-prefetch-wait-2r", 'PrefetchStop = "wait_complete"'),
+                       ("wt-prefetch-timeout-2r", 'PrefetchStop = "timeout"'),
+                       ("wt-prefetch-revoke-1r", "PrefetchRevoke = TRUE"),
+                       ("wt-prefetch-fail-1r", "PrefetchReadFail = TRUE")]:
         assert f"    {line}" in tla_export.render(model_file.load(name))[1], name
 
 
-def test_twin_field_values_the_twin_lacks_are_refused():
-    # The CP planner's LRU tie-break (spec/cp_planner.py) is newer than the twin's planner.
+def test_twin_field_values_the_twin_lacks_are_refused(monkeypatch):
+    # spec/config.py UNMODELLED: a value of twin fields newer than the twin (e.g. a new
+    # stop policy) is refused by its record; the planner's LRU tie-break no longer is.
+    _mc, cfg = tla_export.render(model_file.load("cp-planner-lru-1r"))
+    assert "    CpPlanner = TRUE" in cfg and '    VictimOrder = "lru"' in cfg
+    newer = Unmodelled(lambda c: c.cp_planner and c.lru, 'victim_order = "lru" with cp_planner',
+                       twin="a newer planner", proofs="")
+    monkeypatch.setattr(tla_export, "UNMODELLED", tla_export.UNMODELLED + (newer,))
     with pytest.raises(UserError, match=r'option victim_order = "lru" with cp_planner is not in the TLA\+ twin'):
         tla_export.render(model_file.load("cp-planner-lru-1r"))
