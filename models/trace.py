@@ -15,6 +15,7 @@ from typing import List, Optional
 from tiercheck.errors import UserError
 from tiercheck.inputs import TRACE_BYTES, read_text, write_atomic
 from tiercheck.spec.action import Action
+from tiercheck.spec.durable import tracks_lru
 from tiercheck.spec.prefetch_end import FREED, REVOKED, TERMINATED, TIMED_OUT
 from tiercheck.spec.state import DEV_NAMES, HOST_NAMES, live_nodes
 
@@ -87,6 +88,8 @@ def rank_to_itf(m, rs) -> dict:
         out["host_free_slots"] = {"#set": [x for x in range(m.cfg.host_pages) if rs.hfree >> x & 1]}
         out["prefetch_slots"] = [list(x) for x in rs.pslots]
         out["release_slots"] = [list(x) for x in rs.rslots]
+    if tracks_lru(m.cfg):  # seed 000's bounded / age-gated durable LRU: (page, age)
+        out["durable_lru"] = [[m.page_name(p), age] for p, age in rs.dlru]
     if m.cfg.lru:
         out["lru_order"] = [m.name(e) for e in rs.lru]
         out["wall_clock_order"] = [m.name(e) for e in rs.clock]

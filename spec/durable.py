@@ -25,6 +25,13 @@ def age_round(m, rs):
     return rs._replace(dlru=tuple((p, min(a + 1, cap)) for p, a in rs.dlru))
 
 
+def ageing(m, rs) -> bool:
+    """Some mark is younger than the gate: an idle drain round still changes the state
+    (the seed's drain runs every scheduler iteration, queues empty or not)."""
+    cap = m.cfg.refresh_rounds
+    return cap > 0 and any(a < cap for _, a in rs.dlru)
+
+
 def mark(m, rs, p: int):
     """Mark page ``p`` durable (most recent, age 0); over capacity, the least recently
     marked pages lose their marks (losing a mark only removes a release candidate)."""

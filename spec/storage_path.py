@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .action import act
 from .digest import negated_pairs_agree, plan_digest
-from .durable import age_round, mark
+from .durable import age_round, ageing, mark
 from .host_eviction import is_redundant_mirror, victim_key
 from .memo import per_model
 from .prefetch_end import retire_revoked, revokes_ready
@@ -158,6 +158,10 @@ def drain_params(m, s):
 def drain_guard(m, s, a):
     # Runs every iteration while storage operations are outstanding; MIN may be 0.
     if any(rs.sq or rs.relq for rs in s.ranks) or revokes_ready(m, s):
+        return True
+    # An otherwise idle round still ages the durable marks (age_round) until the gate's
+    # cap: not a stutter while some mark is younger than refresh_rounds.
+    if mirror_release_on(m) and any(ageing(m, rs) for rs in s.ranks):
         return True
     return _mirror_work_pending(m, s)
 

@@ -839,9 +839,11 @@ DrainIdle ==
     /\ \E r \in RankIds : ranks[r].relq = << >>
 
 \* Runs every iteration while storage operations are outstanding; MIN may be 0.
+\* An otherwise idle round still ages the durable marks up to the gate.
 drain_storage_control_queues ==
     /\ \/ \E r \in RankIds : ranks[r].sq # << >> \/ ranks[r].relq # << >>
        \/ RevokesReady(ranks) # {}
+       \/ MirrorReleaseOn /\ \E r \in RankIds : Ageing(ranks[r])
        \/ MirrorWorkPending
     /\ IF DigestHalts
        THEN /\ halted' = HaltMessage("drain_storage_control_queues")

@@ -101,6 +101,9 @@ AgeRound(rs) ==
     IF rs.dlru = << >> \/ RefreshRounds = 0 THEN rs
     ELSE [rs EXCEPT !.dlru = [i \in DOMAIN rs.dlru |-> << rs.dlru[i][1], Min2(rs.dlru[i][2] + 1, RefreshRounds) >>]]
 
+\* Some mark is younger than the gate: an idle drain round still ages it.
+Ageing(rs) == RefreshRounds > 0 /\ \E i \in DOMAIN rs.dlru : rs.dlru[i][2] < RefreshRounds
+
 \* Mark page p durable (most recent, age 0); over capacity the least recently marked
 \* pages lose their marks.
 MarkPage(rs, p) ==

@@ -11,7 +11,7 @@ recently marked pages keep their marks."""
 
 from __future__ import annotations
 
-from ..sym import and_, eq, implies, ite, not_, or_, sum_
+from ..sym import and_, eq, implies, ite, lt, not_, or_, sum_
 from .tree import node_has_page
 
 
@@ -30,6 +30,20 @@ def fresh(ctx, rv, end, ages):
     without the gate); a page without a mark counts as old."""
     cap = ctx.cfg.refresh_rounds
     return or_(eq(cap, 0), and_(*(implies(node_has_page(ctx, rv, end, p), ages[p] < cap) for p in range(ctx.k))))
+
+
+def ageing(ctx, s):
+    """durable.ageing on some rank: a mark younger than the gate (an idle drain round
+    still ages it). Ages are free here, the state's own on concrete states."""
+    cap = ctx.cfg.refresh_rounds
+    view = lru_view(ctx)
+
+    def on_rank(h):
+        rv = s.rank(h)
+        ages = view(h)[1]
+        return or_(*(and_(rv.durable[p], lt(ages[p], cap)) for p in range(ctx.k)))
+
+    return and_(lt(0, cap), s.space.any(on_rank))
 
 
 def capped(ctx, durable, new, order, stamps):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...spec.state import HOST_RESIDENT
 from ..state import HALT_WHERE, RV, SKIP, state_ite
 from ..sym import lt, SymList, and_, const, eq, implies, ite, max2, ne, not_, or_, sel, sum_
-from .durable import capped, lru_view
+from .durable import ageing, capped, lru_view
 from .host_eviction import is_redundant_mirror
 from .prefetch_end import retire_revoked, revokes_ready
 from .sync import digest_round, negated_pairs_agree, wire_digest
@@ -130,6 +130,7 @@ def drain_guard(ctx, s, a):
     return or_(
         space.any(lambda h: or_(s.rank(h).sq.n > 0, s.rank(h).relq_n > 0)),
         revokes_ready(ctx, s),
+        and_(ctx.cfg.mirror_release_on(), ageing(ctx, s)),  # an idle round still ages the marks
         mirror_work_pending(ctx, s),
     )
 

@@ -74,11 +74,32 @@ def test_a_wrong_match_prefix_is_reported(monkeypatch):
     assert any(p.startswith("rank 1: match_prefix(") for p in problems)
 
 
-@pytest.mark.parametrize("model", ["wt-storage-2r", "wt-prefetch-2r", "wts-mirror-1r"])
+@pytest.mark.parametrize("model", ["wt-storage-2r", "wt-prefetch-2r", "wts-mirror-1r", "wt-durable-lru-1r"])
 def test_auto_mode_walks_agree_with_the_spec(model):
     cfg = model_file.load(model).config
     for seed in range(3):
         assert auto_mode.walk(cfg, seed, 30) == []
+
+
+def test_auto_mode_idle_check_events_age_the_durable_marks():
+    """check_events drains every iteration, so an idle one ages the durable marks (the
+    seed's drain round); the spec once skipped idle drains and kept the ages, and this
+    walk (the shortest auto-mode disagreement on wt-durable-lru-1r) differed at its
+    third tick. Manual mode cannot see it: there the spec decides when a drain runs."""
+    driver = auto_mode.AutoDriver(model_file.load("wt-durable-lru-1r").config)
+    m = driver.model
+    try:
+        s = m.init_states()[0]
+        insert = next(a for a in m.actions(s) if a.name == "insert" and a["req"] == 1)
+        steps = [insert] + [auto_mode.TICK] * 4  # stage, mark, release, idle, idle
+        for i, a in enumerate(steps):
+            s = auto_mode.settle(m, auto_mode.tick(m, s, driver.separate_rounds) if a == auto_mode.TICK
+                                 else m.next_state(s, a))
+            driver.apply(a)
+            assert auto_mode._compare(driver, s, f"step {i + 1}") == []
+        assert [a for _p, a in s.ranks[0].dlru] == [m.cfg.refresh_rounds]  # aged to the gate
+    finally:
+        driver.close()
 
 
 def test_auto_mode_catches_a_catalogued_bug():

@@ -59,3 +59,14 @@ def test_the_age_gate_holds_while_the_marks_are_young():
     assert dict(s.ranks[0].dlru)[page(m, 1)] == 3  # three drain rounds since marked
     t = run(m, ("insert", {"req": 0}), state=s)
     assert node(m, t, 1).host == ABSENT
+
+
+def test_an_idle_drain_round_ages_the_marks_up_to_the_gate():
+    """The seed drains every scheduler iteration: with nothing queued a round still ages
+    the marks, so the drain is enabled until every age reaches refresh_rounds."""
+    m = _model(refresh_rounds=3)
+    s = run(m, *_stage(0), ("drain_storage_control_queues", {}))  # marked, mirror released
+    assert s.ranks[0].dlru == ((page(m, 1), 1),) and not s.ranks[0].sq and not s.ranks[0].plan
+    s = run(m, ("drain_storage_control_queues", {}), ("drain_storage_control_queues", {}), state=s)
+    assert s.ranks[0].dlru == ((page(m, 1), 3),)
+    assert "drain_storage_control_queues" not in {a.name for a in m.actions(s)}  # a stutter now
