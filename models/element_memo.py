@@ -30,7 +30,7 @@ operation it lacks reruns that computation on the plain state, unmemoised.
 
 from __future__ import annotations
 
-from tiercheck.models.expand import Expander, steps_from_memo
+from tiercheck.models.expand import Expander, failures, steps_from_memo
 from tiercheck.models.memo_tables import MISS, file_under, find, open_violations
 from tiercheck.models.tracked import Tracked, TrackedRank, TrackedSeq
 from tiercheck.spec.model import ACTIONS
@@ -313,10 +313,7 @@ class ElementMemoExpander(Expander):
         if tkey != key:
             if fine is not None:
                 canon = self._as_seen(canon, s, x, ctx, passed, fine)
-            for p in self.transitions:
-                msg = p.fn(m, x, a, canon)
-                if msg:
-                    tv += ((p.name, msg),)
+            tv = failures(self.transitions, m, x, a, canon)
             if a.name == "evict":
                 fr = t.ranks[0].dev_free > s.ranks[0].dev_free
                 box[0] |= self.rank_bits[0]

@@ -31,6 +31,17 @@ POS, NAME, KEY, STUTTER, TVIOLS = range(5)
 VIOLS, EXPANDED, STEPS, FREES = range(4)
 
 
+def failures(props, m, *args) -> tuple:
+    """(name, message) of each property of ``props`` that fails on ``args`` (a state, or
+    a step ``s, a, t``): the one loop every engine runs on its states and steps."""
+    out = ()
+    for p in props:
+        msg = p.fn(m, *args)
+        if msg:
+            out += ((p.name, msg),)
+    return out
+
+
 def steps_from_memo(recs, key, open_props):
     """(steps, frees) of a state ``key`` from the memoised engines' step records, in
     order: (name id, successor key with the bits the step passed through cleared, those
@@ -73,22 +84,12 @@ class Expander:
         """(every invariant violation of ``s``, whether it is inside the constraint): the
         per-state part of an expansion, as the memoised engines file it."""
         m = self.m
-        viols = ()
-        for p in self.invariants:
-            msg = p.fn(m, s)
-            if msg:
-                viols += ((p.name, msg),)
-        return (viols, bool(m.constraint(s)))
+        return (failures(self.invariants, m, s), bool(m.constraint(s)))
 
     def expand(self, key, open_props=None) -> tuple:
         m = self.m
         s, sgids = self.codec.decode_gids(key)
-        viols = ()
-        for p in self.invariants:
-            if open_props is None or p.name in open_props:
-                msg = p.fn(m, s)
-                if msg:
-                    viols += ((p.name, msg),)
+        viols = failures([p for p in self.invariants if open_props is None or p.name in open_props], m, s)
         if not m.constraint(s):
             return (viols, False, [], False)
         steps = []
@@ -106,10 +107,7 @@ class Expander:
                 tkey = key if stutter else codec.encode_canonical(canon(t))[0]
             tv = ()
             if not stutter:
-                for p in transitions:
-                    msg = p.fn(m, s, a, t)
-                    if msg:
-                        tv += ((p.name, msg),)
+                tv = failures(transitions, m, s, a, t)
                 if a.name == "evict" and t.ranks[0].dev_free > dev0:
                     frees = True
             steps.append((pos, name_id[a.name], tkey, stutter, tv))

@@ -30,7 +30,7 @@ from __future__ import annotations
 import operator
 from functools import reduce
 
-from tiercheck.models.expand import Expander, steps_from_memo
+from tiercheck.models.expand import Expander, failures, steps_from_memo
 from tiercheck.models.memo_tables import MISS, file_under, find, open_violations
 from tiercheck.models.tracked import Tracked
 from tiercheck.spec.model import ACTIONS
@@ -171,10 +171,7 @@ class MemoExpander(Expander):
             if tkey != key:
                 if passed:  # the properties see passed fields wrapped
                     canon = tuple.__new__(State, [y if passed & b else x for b, x, y in zip(bits, canon, ws)])
-                for p in self.transitions:
-                    msg = p.fn(m, ws, a, canon)
-                    if msg:
-                        tv += ((p.name, msg),)
+                tv = failures(self.transitions, m, ws, a, canon)
                 if a.name == "evict":
                     fr = t.ranks[0].dev_free > s.ranks[0].dev_free
                     if box is not None:
