@@ -83,39 +83,60 @@ Rank(r) ==
 \* Every rank as a record; Next binds it once per state as `ranks`.
 Ranks == TLCEval([r \in RankIds |-> Rank(r)])
 
-\* The effect of a step that rebuilt the rank records `new`: every field, rank by rank.
-\* (`new` is bound once: TLC would evaluate an operator argument again per use.)
-SetRanks(new) == \E n \in {new} :
-       /\ owner' = [r \in RankIds |-> n[r].owner]
-       /\ nodes' = [r \in RankIds |-> n[r].nodes]
-       /\ dev_free' = [r \in RankIds |-> n[r].dev_free]
-       /\ host_free' = [r \in RankIds |-> n[r].host_free]
-       /\ durable' = [r \in RankIds |-> n[r].durable]
-       /\ wq' = [r \in RankIds |-> n[r].wq]
-       /\ wdone' = [r \in RankIds |-> n[r].wdone]
-       /\ lq' = [r \in RankIds |-> n[r].lq]
-       /\ ldone' = [r \in RankIds |-> n[r].ldone]
-       /\ sq' = [r \in RankIds |-> n[r].sq]
-       /\ sdone' = [r \in RankIds |-> n[r].sdone]
-       /\ pq' = [r \in RankIds |-> n[r].pq]
-       /\ pdone' = [r \in RankIds |-> n[r].pdone]
-       /\ relq' = [r \in RankIds |-> n[r].relq]
-       /\ plan' = [r \in RankIds |-> n[r].plan]
-       /\ mismatch' = [r \in RankIds |-> n[r].mismatch]
-       /\ closed' = [r \in RankIds |-> n[r].closed]
-       /\ dups' = [r \in RankIds |-> n[r].dups]
-       /\ digest' = [r \in RankIds |-> n[r].digest]
-       /\ clock' = [r \in RankIds |-> n[r].clock]
-       /\ lru' = [r \in RankIds |-> n[r].lru]
-       /\ running' = [r \in RankIds |-> n[r].running]
-       /\ dslot' = [r \in RankIds |-> n[r].dslot]
-       /\ hslot' = [r \in RankIds |-> n[r].hslot]
-       /\ dfree' = [r \in RankIds |-> n[r].dfree]
-       /\ hfree' = [r \in RankIds |-> n[r].hfree]
-       /\ pslots' = [r \in RankIds |-> n[r].pslots]
-       /\ rslots' = [r \in RankIds |-> n[r].rslots]
-       /\ dlru' = [r \in RankIds |-> n[r].dlru]
-       /\ pflags' = [r \in RankIds |-> n[r].pflags]
+\* The effect of a step that rebuilt the rank records `new`: the fields in `fs` (the
+\* fields that kind of step can change), rank by rank; the others stay.  (`new` is
+\* bound once: TLC would evaluate an operator argument again per use.)
+SetRanks(new, fs) == \E n \in {new} :
+    /\ owner' = IF "owner" \in fs THEN [r \in RankIds |-> n[r].owner] ELSE owner
+    /\ nodes' = IF "nodes" \in fs THEN [r \in RankIds |-> n[r].nodes] ELSE nodes
+    /\ dev_free' = IF "dev_free" \in fs THEN [r \in RankIds |-> n[r].dev_free] ELSE dev_free
+    /\ host_free' = IF "host_free" \in fs THEN [r \in RankIds |-> n[r].host_free] ELSE host_free
+    /\ durable' = IF "durable" \in fs THEN [r \in RankIds |-> n[r].durable] ELSE durable
+    /\ wq' = IF "wq" \in fs THEN [r \in RankIds |-> n[r].wq] ELSE wq
+    /\ wdone' = IF "wdone" \in fs THEN [r \in RankIds |-> n[r].wdone] ELSE wdone
+    /\ lq' = IF "lq" \in fs THEN [r \in RankIds |-> n[r].lq] ELSE lq
+    /\ ldone' = IF "ldone" \in fs THEN [r \in RankIds |-> n[r].ldone] ELSE ldone
+    /\ sq' = IF "sq" \in fs THEN [r \in RankIds |-> n[r].sq] ELSE sq
+    /\ sdone' = IF "sdone" \in fs THEN [r \in RankIds |-> n[r].sdone] ELSE sdone
+    /\ pq' = IF "pq" \in fs THEN [r \in RankIds |-> n[r].pq] ELSE pq
+    /\ pdone' = IF "pdone" \in fs THEN [r \in RankIds |-> n[r].pdone] ELSE pdone
+    /\ relq' = IF "relq" \in fs THEN [r \in RankIds |-> n[r].relq] ELSE relq
+    /\ plan' = IF "plan" \in fs THEN [r \in RankIds |-> n[r].plan] ELSE plan
+    /\ mismatch' = IF "mismatch" \in fs THEN [r \in RankIds |-> n[r].mismatch] ELSE mismatch
+    /\ closed' = IF "closed" \in fs THEN [r \in RankIds |-> n[r].closed] ELSE closed
+    /\ dups' = IF "dups" \in fs THEN [r \in RankIds |-> n[r].dups] ELSE dups
+    /\ digest' = IF "digest" \in fs THEN [r \in RankIds |-> n[r].digest] ELSE digest
+    /\ clock' = IF "clock" \in fs THEN [r \in RankIds |-> n[r].clock] ELSE clock
+    /\ lru' = IF "lru" \in fs THEN [r \in RankIds |-> n[r].lru] ELSE lru
+    /\ running' = IF "running" \in fs THEN [r \in RankIds |-> n[r].running] ELSE running
+    /\ dslot' = IF "dslot" \in fs THEN [r \in RankIds |-> n[r].dslot] ELSE dslot
+    /\ hslot' = IF "hslot" \in fs THEN [r \in RankIds |-> n[r].hslot] ELSE hslot
+    /\ dfree' = IF "dfree" \in fs THEN [r \in RankIds |-> n[r].dfree] ELSE dfree
+    /\ hfree' = IF "hfree" \in fs THEN [r \in RankIds |-> n[r].hfree] ELSE hfree
+    /\ pslots' = IF "pslots" \in fs THEN [r \in RankIds |-> n[r].pslots] ELSE pslots
+    /\ rslots' = IF "rslots" \in fs THEN [r \in RankIds |-> n[r].rslots] ELSE rslots
+    /\ dlru' = IF "dlru" \in fs THEN [r \in RankIds |-> n[r].dlru] ELSE dlru
+    /\ pflags' = IF "pflags" \in fs THEN [r \in RankIds |-> n[r].pflags] ELSE pflags
+
+\* What each composite step can change (the edit operators it applies, HiCacheTree).
+InsertFields == {"clock", "dev_free", "dfree", "digest", "dlru", "dslot", "dups", "durable",
+                 "hfree", "host_free", "hslot", "lru", "nodes", "owner", "wq"}
+EvictFields == {"clock", "dev_free", "dfree", "digest", "dlru", "dslot", "dups", "durable",
+                "hfree", "host_free", "hslot", "lru", "nodes", "owner", "sq"}
+LoadBackFields == {"clock", "dev_free", "dfree", "dlru", "dslot", "dups", "durable", "lq",
+                   "lru", "nodes", "owner"}
+WritingCheckFields == {"digest", "nodes", "dups", "sq", "wq", "wdone"}
+LoadingCheckFields == {"digest", "nodes", "lq", "ldone"}
+DrainFields == {"closed", "digest", "dlru", "durable", "hfree", "host_free", "hslot",
+                "mismatch", "nodes", "pdone", "pflags", "plan", "pq", "pslots", "relq",
+                "rslots", "sdone", "sq"}
+PrefetchFields == {"clock", "digest", "dlru", "dups", "durable", "hfree", "host_free", "hslot",
+                   "lru", "nodes", "owner", "pdone", "pflags", "pq", "pslots"}
+FinishPrefetchFields == {"clock", "dslot", "dups", "hfree", "host_free", "hslot", "lru",
+                         "nodes", "owner", "pdone", "pflags", "pq", "pslots", "relq", "rslots"}
+RevokeFields == {"pflags", "hfree", "pslots", "host_free"}
+LockFields == {"clock", "dslot", "dups", "lru", "nodes", "owner", "running"}
+UnlockFields == {"nodes", "running"}
 
 Init ==
     /\ owner = [r \in RankIds |-> EmptyRank.owner]
@@ -308,7 +329,7 @@ LanesFit(rs, req) ==
 
 insert(ranks, req, fail) ==
     /\ \A r \in RankIds : InsertDeviceNeed(ranks[r], req) <= ranks[r].dev_free /\ LanesFit(ranks[r], req)
-    /\ SetRanks(InsertEffect(TLCEval([r \in RankIds |-> InsertOnRank(ranks[r], req)]), fail))
+    /\ SetRanks(InsertEffect(TLCEval([r \in RankIds |-> InsertOnRank(ranks[r], req)]), fail), InsertFields)
     /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
@@ -361,7 +382,7 @@ writing_check(ranks) ==
             /\ UNCHANGED << rankVars, store, hung >>
        ELSE IF ~RoundDue(ranks) /\ MinOver([r \in RankIds |-> ranks[r].wdone]) = 0
        THEN UNCHANGED vars   \* MIN = 0, no digests to clear: the effect is the identity
-       ELSE /\ SetRanks(WritingCheckEffect(AfterDigest(ranks)))
+       ELSE /\ SetRanks(WritingCheckEffect(AfterDigest(ranks)), WritingCheckFields)
             /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
@@ -419,7 +440,7 @@ EvictEffect(ranks, e, fail) ==
 
 evict(ranks, e, fail) ==
     /\ \E r \in RankIds : Live(ranks[r], e) /\ IsDeviceLeaf(ranks[r], e)
-    /\ SetRanks(EvictEffect(ranks, e, fail))
+    /\ SetRanks(EvictEffect(ranks, e, fail), EvictFields)
     /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
@@ -585,7 +606,7 @@ CanLoadBack(rs, e) ==
 
 load_back(ranks, e) ==
     /\ \A r \in RankIds : CanLoadBack(ranks[r], e)
-    /\ SetRanks(TLCEval([r \in RankIds |-> LoadBackOnRank(ranks[r], e)]))
+    /\ SetRanks(TLCEval([r \in RankIds |-> LoadBackOnRank(ranks[r], e)]), LoadBackFields)
     /\ UNCHANGED << store, hung, halted >>
 
 load_dma_done(r) ==
@@ -617,7 +638,7 @@ loading_check(ranks) ==
             /\ UNCHANGED << rankVars, store, hung >>
        ELSE IF ~RoundDue(ranks) /\ MinOver([r \in RankIds |-> ranks[r].ldone]) = 0
        THEN UNCHANGED vars   \* MIN = 0, no digests to clear: the effect is the identity
-       ELSE /\ SetRanks(LoadingCheckEffect(AfterDigest(ranks)))
+       ELSE /\ SetRanks(LoadingCheckEffect(AfterDigest(ranks)), LoadingCheckFields)
             /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
@@ -663,7 +684,7 @@ prefetch_from_storage(ranks, req, fail) ==
     /\ Prefetch /\ Storage
     /\ ~\E r \in RankIds : \E i \in DOMAIN ranks[r].pq : ranks[r].pq[i][1] = req
     /\ CanPrefetch(ranks, req, Anchor(ranks[0], req))
-    /\ SetRanks(PrefetchEffect(ranks, req, Anchor(ranks[0], req), fail))
+    /\ SetRanks(PrefetchEffect(ranks, req, Anchor(ranks[0], req), fail), PrefetchFields)
     /\ UNCHANGED << store, hung, halted >>
 
 \* The leading pages of prefetch op that the store holds (the read stops at a miss).
@@ -750,7 +771,7 @@ check_prefetch_progress(ranks, i) ==
     /\ \A r \in RankIds : i \in DOMAIN ranks[r].pq /\ ranks[r].pq[i] = ranks[0].pq[i]
     /\ REVOKED \notin Flags(ranks[0], i)
     /\ IF TerminateVote(ranks, i)
-       THEN /\ SetRanks(CheckPrefetchEffect(ranks, i))
+       THEN /\ SetRanks(CheckPrefetchEffect(ranks, i), FinishPrefetchFields)
             /\ UNCHANGED << store, hung, halted >>
        ELSE IF SkipsVote(ranks, i)
        THEN /\ hung' = "check_prefetch_progress"
@@ -795,7 +816,7 @@ prefetch_revoke(ranks, i) ==
     /\ PrefetchRevoke
     /\ \A r \in RankIds : i \in DOMAIN ranks[r].pq /\ ranks[r].pq[i] = ranks[0].pq[i]
     /\ REVOKED \notin Flags(ranks[0], i)
-    /\ SetRanks(TLCEval([r \in RankIds |-> RevokeOnRank(ranks[r], i)]))
+    /\ SetRanks(TLCEval([r \in RankIds |-> RevokeOnRank(ranks[r], i)]), RevokeFields)
     /\ UNCHANGED << store, hung, halted >>
 
 \* Revoked prefetches whose read has settled on every rank (_drain_revoke's count).
@@ -978,7 +999,7 @@ drain_storage_control_queues(ranks) ==
             /\ UNCHANGED << rankVars, store, hung >>
        ELSE IF DrainIdle(ranks)
        THEN UNCHANGED vars
-       ELSE /\ SetRanks(DrainEffect(RetireRevoked(AfterDigest(ranks))))   \* _drain_revoke first
+       ELSE /\ SetRanks(DrainEffect(RetireRevoked(AfterDigest(ranks))), DrainFields)   \* _drain_revoke first
             /\ UNCHANGED << store, hung, halted >>
 
 store_lose(r, p) ==
@@ -1014,7 +1035,7 @@ LockRequestOnRank(rs, req) ==
 
 lock_request(ranks, req) ==
     /\ \A r \in RankIds : ranks[r].running[req] = -1 /\ DeviceMatch(ranks[r], req) > 0
-    /\ SetRanks(TLCEval([r \in RankIds |-> LockRequestOnRank(ranks[r], req)]))
+    /\ SetRanks(TLCEval([r \in RankIds |-> LockRequestOnRank(ranks[r], req)]), LockFields)
     /\ UNCHANGED << store, hung, halted >>
 
 \* The request finished: dec_lock_ref on the node its lock named.
@@ -1025,7 +1046,7 @@ UnlockRequestOnRank(rs, req) ==
 
 unlock_request(ranks, req) ==
     /\ \A r \in RankIds : ranks[r].running[req] # -1
-    /\ SetRanks(TLCEval([r \in RankIds |-> UnlockRequestOnRank(ranks[r], req)]))
+    /\ SetRanks(TLCEval([r \in RankIds |-> UnlockRequestOnRank(ranks[r], req)]), UnlockFields)
     /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------

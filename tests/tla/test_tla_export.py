@@ -64,14 +64,15 @@ def _block(text: str, start: str, end: str) -> str:
 def test_one_variable_per_rank_state_field():
     """The flat twin: VARIABLES are the RankState fields (each rank id -> value) plus
     store, hung and halted; Rank(r) rebuilds the record from exactly those, and
-    SetRanks writes every one of them back."""
+    SetRanks writes each of them back."""
     fields = set(RankState._fields) - TWINLESS_FIELDS
     declared = re.sub(r"\\\*[^\n]*", "", _block(TLA, "VARIABLES", "\n\n"))
     assert set(re.findall(r"\b([a-z]\w*)\b", declared)) == fields | {"store", "hung", "halted"}
     record = _block(TLA, "Rank(r) ==", "\n\n")
     assert dict(re.findall(r"\b(\w+) \|-> (\w+)\[r\]", record)) == {f: f for f in fields}
-    assigned = re.findall(r"(\w+)' = \[r \\in RankIds \|-> n\[r\]\.(\w+)\]", _block(TLA, "SetRanks(new) ==", "\n\n"))
-    assert sorted(assigned) == sorted((f, f) for f in fields)
+    setter = _block(TLA, "SetRanks(new, fs) ==", "\n\n")
+    assigned = re.findall(r"(\w+)' = IF \"(\w+)\" \\in fs THEN \[r \\in RankIds \|-> n\[r\]\.(\w+)\] ELSE (\w+)$", setter, re.M)
+    assert sorted(assigned) == sorted((f, f, f, f) for f in fields)
 
 
 def test_cfg_and_mc_carry_the_model_constants():
