@@ -4,171 +4,25 @@
 (*                                                                         *)
 (* One operator per entry of spec/model.py ACTIONS, named like the Python  *)
 (* function, with the same guard and effect.  The state is State of        *)
-(* spec/state.py, one TLA+ variable per field of RankState (each a         *)
-(* function from rank id to that rank's value of the field), the store     *)
-(* (per rank: the set of pages it holds) and the two stop flags.           *)
+(* spec/state.py: per rank a record with the fields of RankState, the      *)
+(* store (per rank: the set of pages it holds) and the two stop flags.     *)
 (* Sequences are 1-based here where Python tuples are 0-based; page, rank  *)
 (* and request ids are the same numbers as in Python.                      *)
-(*                                                                         *)
-(* Steps that touch a few fields of one rank (a DMA finishing, an ack, a   *)
-(* prefetch read, a timer) update those variables with EXCEPT.  Steps      *)
-(* that compose the spec's edits of a rank (insert, evict, load_back, the  *)
-(* sync rounds, ...) take the ranks as RankState records (`ranks`, which   *)
-(* Next builds once per state from the variables), apply the edit          *)
-(* operators of HiCacheTree to them, and write every field back            *)
-(* (SetRanks).                                                             *)
 (*                                                                         *)
 (* Generate a runnable model with `tiercheck tla MODEL.toml -o DIR`.        *)
 (***************************************************************************)
 EXTENDS HiCacheTree
 
-\* One variable per RankState field: rank id -> that rank's value (see EmptyRank in
-\* HiCacheTree for what each holds).
 VARIABLES
-    owner,
-    nodes,
-    dev_free,
-    host_free,
-    durable,
-    wq,
-    wdone,
-    lq,
-    ldone,
-    sq,
-    sdone,
-    pq,
-    pdone,
-    relq,
-    plan,
-    mismatch,
-    closed,
-    dups,
-    digest,
-    clock,
-    lru,
-    running,
-    dslot,
-    hslot,
-    dfree,
-    hfree,
-    pslots,
-    rslots,
-    dlru,
-    pflags,
+    ranks,    \* rank id -> rank state (RankState)
     store,    \* rank id -> set of pages whose shard the store holds
     hung,     \* "" or the sync point where a rank waits for peers that skipped it
     halted    \* "" or the message of a sync round that detected diverged replicas
 
-rankVars == << owner, nodes, dev_free, host_free, durable, wq, wdone, lq, ldone, sq, sdone, pq,
-              pdone, relq, plan, mismatch, closed, dups, digest, clock, lru, running, dslot, hslot,
-              dfree, hfree, pslots, rslots, dlru, pflags >>
-vars == << rankVars, store, hung, halted >>
-
-\* The fields the one-field steps below leave alone, in two groups.
-TreeVars == << owner, nodes, dev_free, host_free, durable, plan, mismatch, closed, dups, digest,
-              clock, lru, running, dslot, hslot, dfree, hfree, dlru >>
-Others == << store, hung, halted >>
-
-\* Rank r's state as a RankState record (EmptyRank's fields).
-Rank(r) ==
-    [owner |-> owner[r], nodes |-> nodes[r], dev_free |-> dev_free[r], host_free |-> host_free[r],
-     durable |-> durable[r], wq |-> wq[r], wdone |-> wdone[r], lq |-> lq[r],
-     ldone |-> ldone[r], sq |-> sq[r], sdone |-> sdone[r], pq |-> pq[r],
-     pdone |-> pdone[r], relq |-> relq[r], plan |-> plan[r], mismatch |-> mismatch[r],
-     closed |-> closed[r], dups |-> dups[r], digest |-> digest[r], clock |-> clock[r],
-     lru |-> lru[r], running |-> running[r], dslot |-> dslot[r], hslot |-> hslot[r],
-     dfree |-> dfree[r], hfree |-> hfree[r], pslots |-> pslots[r], rslots |-> rslots[r],
-     dlru |-> dlru[r], pflags |-> pflags[r]]
-
-\* Every rank as a record; Next binds it once per state as `ranks`.
-Ranks == TLCEval([r \in RankIds |-> Rank(r)])
-
-\* The effect of a step that rebuilt the rank records `new`: the fields in `fs` (the
-\* fields that kind of step can change), rank by rank; the others stay.  (`new` is
-\* bound once: TLC would evaluate an operator argument again per use.)
-SetRanks(new, fs) == \E n \in {new} :
-    /\ owner' = IF "owner" \in fs THEN [r \in RankIds |-> n[r].owner] ELSE owner
-    /\ nodes' = IF "nodes" \in fs THEN [r \in RankIds |-> n[r].nodes] ELSE nodes
-    /\ dev_free' = IF "dev_free" \in fs THEN [r \in RankIds |-> n[r].dev_free] ELSE dev_free
-    /\ host_free' = IF "host_free" \in fs THEN [r \in RankIds |-> n[r].host_free] ELSE host_free
-    /\ durable' = IF "durable" \in fs THEN [r \in RankIds |-> n[r].durable] ELSE durable
-    /\ wq' = IF "wq" \in fs THEN [r \in RankIds |-> n[r].wq] ELSE wq
-    /\ wdone' = IF "wdone" \in fs THEN [r \in RankIds |-> n[r].wdone] ELSE wdone
-    /\ lq' = IF "lq" \in fs THEN [r \in RankIds |-> n[r].lq] ELSE lq
-    /\ ldone' = IF "ldone" \in fs THEN [r \in RankIds |-> n[r].ldone] ELSE ldone
-    /\ sq' = IF "sq" \in fs THEN [r \in RankIds |-> n[r].sq] ELSE sq
-    /\ sdone' = IF "sdone" \in fs THEN [r \in RankIds |-> n[r].sdone] ELSE sdone
-    /\ pq' = IF "pq" \in fs THEN [r \in RankIds |-> n[r].pq] ELSE pq
-    /\ pdone' = IF "pdone" \in fs THEN [r \in RankIds |-> n[r].pdone] ELSE pdone
-    /\ relq' = IF "relq" \in fs THEN [r \in RankIds |-> n[r].relq] ELSE relq
-    /\ plan' = IF "plan" \in fs THEN [r \in RankIds |-> n[r].plan] ELSE plan
-    /\ mismatch' = IF "mismatch" \in fs THEN [r \in RankIds |-> n[r].mismatch] ELSE mismatch
-    /\ closed' = IF "closed" \in fs THEN [r \in RankIds |-> n[r].closed] ELSE closed
-    /\ dups' = IF "dups" \in fs THEN [r \in RankIds |-> n[r].dups] ELSE dups
-    /\ digest' = IF "digest" \in fs THEN [r \in RankIds |-> n[r].digest] ELSE digest
-    /\ clock' = IF "clock" \in fs THEN [r \in RankIds |-> n[r].clock] ELSE clock
-    /\ lru' = IF "lru" \in fs THEN [r \in RankIds |-> n[r].lru] ELSE lru
-    /\ running' = IF "running" \in fs THEN [r \in RankIds |-> n[r].running] ELSE running
-    /\ dslot' = IF "dslot" \in fs THEN [r \in RankIds |-> n[r].dslot] ELSE dslot
-    /\ hslot' = IF "hslot" \in fs THEN [r \in RankIds |-> n[r].hslot] ELSE hslot
-    /\ dfree' = IF "dfree" \in fs THEN [r \in RankIds |-> n[r].dfree] ELSE dfree
-    /\ hfree' = IF "hfree" \in fs THEN [r \in RankIds |-> n[r].hfree] ELSE hfree
-    /\ pslots' = IF "pslots" \in fs THEN [r \in RankIds |-> n[r].pslots] ELSE pslots
-    /\ rslots' = IF "rslots" \in fs THEN [r \in RankIds |-> n[r].rslots] ELSE rslots
-    /\ dlru' = IF "dlru" \in fs THEN [r \in RankIds |-> n[r].dlru] ELSE dlru
-    /\ pflags' = IF "pflags" \in fs THEN [r \in RankIds |-> n[r].pflags] ELSE pflags
-
-\* What each composite step can change (the edit operators it applies, HiCacheTree).
-InsertFields == {"clock", "dev_free", "dfree", "digest", "dlru", "dslot", "dups", "durable",
-                 "hfree", "host_free", "hslot", "lru", "nodes", "owner", "wq"}
-EvictFields == {"clock", "dev_free", "dfree", "digest", "dlru", "dslot", "dups", "durable",
-                "hfree", "host_free", "hslot", "lru", "nodes", "owner", "sq"}
-LoadBackFields == {"clock", "dev_free", "dfree", "dlru", "dslot", "dups", "durable", "lq",
-                   "lru", "nodes", "owner"}
-WritingCheckFields == {"digest", "nodes", "dups", "sq", "wq", "wdone"}
-LoadingCheckFields == {"digest", "nodes", "lq", "ldone"}
-DrainFields == {"closed", "digest", "dlru", "durable", "hfree", "host_free", "hslot",
-                "mismatch", "nodes", "pdone", "pflags", "plan", "pq", "pslots", "relq",
-                "rslots", "sdone", "sq"}
-PrefetchFields == {"clock", "digest", "dlru", "dups", "durable", "hfree", "host_free", "hslot",
-                   "lru", "nodes", "owner", "pdone", "pflags", "pq", "pslots"}
-FinishPrefetchFields == {"clock", "dslot", "dups", "hfree", "host_free", "hslot", "lru",
-                         "nodes", "owner", "pdone", "pflags", "pq", "pslots", "relq", "rslots"}
-RevokeFields == {"pflags", "hfree", "pslots", "host_free"}
-LockFields == {"clock", "dslot", "dups", "lru", "nodes", "owner", "running"}
-UnlockFields == {"nodes", "running"}
+vars == << ranks, store, hung, halted >>
 
 Init ==
-    /\ owner = [r \in RankIds |-> EmptyRank.owner]
-    /\ nodes = [r \in RankIds |-> EmptyRank.nodes]
-    /\ dev_free = [r \in RankIds |-> EmptyRank.dev_free]
-    /\ host_free = [r \in RankIds |-> EmptyRank.host_free]
-    /\ durable = [r \in RankIds |-> EmptyRank.durable]
-    /\ wq = [r \in RankIds |-> EmptyRank.wq]
-    /\ wdone = [r \in RankIds |-> EmptyRank.wdone]
-    /\ lq = [r \in RankIds |-> EmptyRank.lq]
-    /\ ldone = [r \in RankIds |-> EmptyRank.ldone]
-    /\ sq = [r \in RankIds |-> EmptyRank.sq]
-    /\ sdone = [r \in RankIds |-> EmptyRank.sdone]
-    /\ pq = [r \in RankIds |-> EmptyRank.pq]
-    /\ pdone = [r \in RankIds |-> EmptyRank.pdone]
-    /\ relq = [r \in RankIds |-> EmptyRank.relq]
-    /\ plan = [r \in RankIds |-> EmptyRank.plan]
-    /\ mismatch = [r \in RankIds |-> EmptyRank.mismatch]
-    /\ closed = [r \in RankIds |-> EmptyRank.closed]
-    /\ dups = [r \in RankIds |-> EmptyRank.dups]
-    /\ digest = [r \in RankIds |-> EmptyRank.digest]
-    /\ clock = [r \in RankIds |-> EmptyRank.clock]
-    /\ lru = [r \in RankIds |-> EmptyRank.lru]
-    /\ running = [r \in RankIds |-> EmptyRank.running]
-    /\ dslot = [r \in RankIds |-> EmptyRank.dslot]
-    /\ hslot = [r \in RankIds |-> EmptyRank.hslot]
-    /\ dfree = [r \in RankIds |-> EmptyRank.dfree]
-    /\ hfree = [r \in RankIds |-> EmptyRank.hfree]
-    /\ pslots = [r \in RankIds |-> EmptyRank.pslots]
-    /\ rslots = [r \in RankIds |-> EmptyRank.rslots]
-    /\ dlru = [r \in RankIds |-> EmptyRank.dlru]
-    /\ pflags = [r \in RankIds |-> EmptyRank.pflags]
+    /\ ranks = [r \in RankIds |-> EmptyRank]
     /\ store = [r \in RankIds |-> {}]
     /\ hung = ""
     /\ halted = ""
@@ -177,22 +31,22 @@ Init ==
 (* Sync rounds (spec/sync.py): the digest part every ready-count round     *)
 (* carries.  A failed [digest, -digest] check stops the group.             *)
 
-DigestHalts(ranks) ==
+DigestHalts ==
     TracksDigest /\ ~Has("digest-unchecked") /\ ~DigestsAgree([r \in RankIds |-> ranks[r].digest])
 
 HaltMessage(where) == where \o ": duplicate-reclaim victims diverged across ranks"
 
 \* The ranks after a passing digest round: victims since the last round cleared.
-AfterDigest(ranks) ==
+AfterDigest ==
     IF TracksDigest /\ \E r \in RankIds : ranks[r].digest # << >>
     THEN TLCEval([r \in RankIds |-> [ranks[r] EXCEPT !.digest = << >>]])
     ELSE ranks
 
 \* The next round's digest comparison (as its arithmetic computes it) fails.
-DigestCheckWillFire(ranks) == DigestHalts(ranks)
+DigestCheckWillFire == DigestHalts
 
 \* A reclaim happened since the last round: no replicated step before the round.
-RoundDue(ranks) == TracksDigest /\ \E r \in RankIds : ranks[r].digest # << >>
+RoundDue == TracksDigest /\ \E r \in RankIds : ranks[r].digest # << >>
 
 MinOver(f) == Min({f[r] : r \in RankIds})
 
@@ -327,18 +181,18 @@ LanesFit(rs, req) ==
     \/ ~AnyDeficit(LaneDeficits(rs, {p \in Range(ReqPages[req]) :
                                        rs.owner[p] < 0 \/ rs.nodes[rs.owner[p]].dev = ABSENT}))
 
-insert(ranks, req, fail) ==
+insert(req, fail) ==
     /\ \A r \in RankIds : InsertDeviceNeed(ranks[r], req) <= ranks[r].dev_free /\ LanesFit(ranks[r], req)
-    /\ SetRanks(InsertEffect(TLCEval([r \in RankIds |-> InsertOnRank(ranks[r], req)]), fail), InsertFields)
+    /\ ranks' = InsertEffect(TLCEval([r \in RankIds |-> InsertOnRank(ranks[r], req)]), fail)
     /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
 (* The D->H copy finishing on one rank, and writing_check.                 *)
 
 write_dma_done(r) ==
-    /\ wdone[r] < Len(wq[r])
-    /\ wdone' = [wdone EXCEPT ![r] = @ + 1]
-    /\ UNCHANGED << TreeVars, wq, lq, ldone, sq, sdone, pq, pdone, relq, pslots, rslots, pflags, Others >>
+    /\ ranks[r].wdone < Len(ranks[r].wq)
+    /\ ranks' = [ranks EXCEPT ![r].wdone = @ + 1]
+    /\ UNCHANGED << store, hung, halted >>
 
 \* Commit one D->H copy: host resident, write lock dropped, storage backup started.
 \* (Variant split-write-lock-leak: the ack unlocks only the node the write was
@@ -369,20 +223,20 @@ WritingCheckEffect(rks) ==
 
 \* Runs every iteration while a D->H copy is outstanding (MIN may be 0: a
 \* stuttering step), and whenever reclaim victims wait for the digest check.
-writing_check(ranks) ==
+writing_check ==
     /\ \/ TracksDigest /\ \E r \in RankIds : ranks[r].digest # << >>
        \/ \E r \in RankIds : ranks[r].wq # << >>
     /\ IF /\ Has("early-return-collective")      \* ranks with nothing finished return early;
           /\ \E r \in RankIds : ranks[r].wdone = 0  \* the others wait in the all-reduce
           /\ \E r \in RankIds : ranks[r].wdone > 0  \* forever (all early: nobody waits)
        THEN /\ hung' = "writing_check"
-            /\ UNCHANGED << rankVars, store, halted >>
-       ELSE IF DigestHalts(ranks)
+            /\ UNCHANGED << ranks, store, halted >>
+       ELSE IF DigestHalts
        THEN /\ halted' = HaltMessage("writing_check")
-            /\ UNCHANGED << rankVars, store, hung >>
-       ELSE IF ~RoundDue(ranks) /\ MinOver([r \in RankIds |-> ranks[r].wdone]) = 0
+            /\ UNCHANGED << ranks, store, hung >>
+       ELSE IF ~RoundDue /\ MinOver([r \in RankIds |-> ranks[r].wdone]) = 0
        THEN UNCHANGED vars   \* MIN = 0, no digests to clear: the effect is the identity
-       ELSE /\ SetRanks(WritingCheckEffect(AfterDigest(ranks)), WritingCheckFields)
+       ELSE /\ ranks' = WritingCheckEffect(AfterDigest)
             /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
@@ -424,7 +278,7 @@ StageAndDemote(rs, e, need) ==
         rs3 == IF Storage THEN [rs2 EXCEPT !.sq = Append(@, << n.start, e >>)] ELSE rs2
     IN  Demote(rs3, e)
 
-EvictEffect(ranks, e, fail) ==
+EvictEffect(e, fail) ==
     LET needsWrite == TLCEval([r \in RankIds |-> /\ Live(ranks[r], e)
                                                  /\ IsDeviceLeaf(ranks[r], e)
                                                  /\ ranks[r].nodes[e].host = ABSENT])
@@ -438,9 +292,9 @@ EvictEffect(ranks, e, fail) ==
                             ELSE IF ~alloc[2][r] THEN alloc[1][r]
                             ELSE StageAndDemote(alloc[1][r], e, need)])
 
-evict(ranks, e, fail) ==
+evict(e, fail) ==
     /\ \E r \in RankIds : Live(ranks[r], e) /\ IsDeviceLeaf(ranks[r], e)
-    /\ SetRanks(EvictEffect(ranks, e, fail), EvictFields)
+    /\ ranks' = EvictEffect(e, fail)
     /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
@@ -543,22 +397,20 @@ LastTouched(rs) ==
     LET live == SelectSeq(rs.clock, LAMBDA x : Live(rs, x))
     IN  IF live = << >> THEN -1 ELSE live[Len(live)]
 
-Touch(rs, e) == Append(SelectSeq(rs.clock, LAMBDA x : x # e /\ Live(rs, x)), e)
+Touch(rs, e) == [rs EXCEPT !.clock = Append(SelectSeq(@, LAMBDA x : x # e /\ Live(rs, x)), e)]
 
 \* Nodes whose local touch can matter: the CP planner's device victims, or under
 \* victim_order = "lru" the host leaves evict_host chooses from.
 Touchable(rs) == IF CpPlanner THEN DeviceLeaves(rs) ELSE {e \in LiveNodes(rs) : IsHostLeaf(rs, e)}
 
 \* A rank touches a node on its own: only its local clock moves.
-local_access(ranks, r, e) ==
+local_access(r, e) ==
     /\ CpPlanner \/ Lru
     /\ Live(ranks[r], e)
     /\ e \in Touchable(ranks[r])
     /\ LastTouched(ranks[r]) # e
-    /\ clock' = [clock EXCEPT ![r] = Touch(ranks[r], e)]
-    /\ UNCHANGED << owner, nodes, dev_free, host_free, durable, plan, mismatch, closed, dups, digest,
-                   lru, running, dslot, hslot, dfree, hfree, dlru,
-                   wq, wdone, lq, ldone, sq, sdone, pq, pdone, relq, pslots, rslots, pflags, Others >>
+    /\ ranks' = [ranks EXCEPT ![r] = Touch(@, e)]
+    /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
 (* load_back, the H->D copy, loading_check (spec/load_path.py).            *)
@@ -604,15 +456,15 @@ CanLoadBack(rs, e) ==
           \/ ~AnyDeficit(deficits)
           \/ CpPlanner /\ PlanVictims(rs, deficits, PathToRoot(rs, e)) # << >>
 
-load_back(ranks, e) ==
+load_back(e) ==
     /\ \A r \in RankIds : CanLoadBack(ranks[r], e)
-    /\ SetRanks(TLCEval([r \in RankIds |-> LoadBackOnRank(ranks[r], e)]), LoadBackFields)
+    /\ ranks' = TLCEval([r \in RankIds |-> LoadBackOnRank(ranks[r], e)])
     /\ UNCHANGED << store, hung, halted >>
 
 load_dma_done(r) ==
-    /\ ldone[r] < Len(lq[r])
-    /\ ldone' = [ldone EXCEPT ![r] = @ + 1]
-    /\ UNCHANGED << TreeVars, wq, wdone, lq, sq, sdone, pq, pdone, relq, pslots, rslots, pflags, Others >>
+    /\ ranks[r].ldone < Len(ranks[r].lq)
+    /\ ranks' = [ranks EXCEPT ![r].ldone = @ + 1]
+    /\ UNCHANGED << store, hung, halted >>
 
 RECURSIVE FinishLoads(_, _)
 FinishLoads(rs, ops) ==
@@ -631,14 +483,14 @@ LoadingCheckEffect(rks) ==
                    IN  [rs EXCEPT !.lq = SubSeq(@, n + 1, Len(@)), !.ldone = @ - n]])
 
 \* Runs every iteration while loads are in flight; MIN may be 0 (a stuttering step).
-loading_check(ranks) ==
+loading_check ==
     /\ \E r \in RankIds : ranks[r].lq # << >>
-    /\ IF DigestHalts(ranks)
+    /\ IF DigestHalts
        THEN /\ halted' = HaltMessage("loading_check")
-            /\ UNCHANGED << rankVars, store, hung >>
-       ELSE IF ~RoundDue(ranks) /\ MinOver([r \in RankIds |-> ranks[r].ldone]) = 0
+            /\ UNCHANGED << ranks, store, hung >>
+       ELSE IF ~RoundDue /\ MinOver([r \in RankIds |-> ranks[r].ldone]) = 0
        THEN UNCHANGED vars   \* MIN = 0, no digests to clear: the effect is the identity
-       ELSE /\ SetRanks(LoadingCheckEffect(AfterDigest(ranks)), LoadingCheckFields)
+       ELSE /\ ranks' = LoadingCheckEffect(AfterDigest)
             /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
@@ -660,13 +512,13 @@ Protect(rs, anchor, delta) ==
     IF anchor < 0 THEN rs ELSE [rs EXCEPT !.nodes[anchor].href = @ + delta]
 
 \* All replicas agree on the anchor, and the store has the first missing page.
-CanPrefetch(ranks, req, a) ==
+CanPrefetch(req, a) ==
     /\ a # NoAnchor
     /\ \A r \in RankIds : Anchor(ranks[r], req) = a
     /\ \E r \in RankIds : ReqPages[req][a[1] + 1] \in store[Source(r)]
 
 \* protect_host(anchor) first, then reserve host slots for the missing pages.
-PrefetchEffect(ranks, req, a, fail) ==
+PrefetchEffect(req, a, fail) ==
     LET k == a[1]  anchor == a[2]
         n == Len(ReqPages[req]) - k
         alloc == AllocateHost(TLCEval([r \in RankIds |-> Protect(ranks[r], anchor, 1)]), n, fail, TRUE)
@@ -680,11 +532,11 @@ PrefetchEffect(ranks, req, a, fail) ==
                                            !.pslots = IF Slots THEN Append(@, got[2]) ELSE @]
                    ELSE Protect(alloc[1][r], anchor, -1)])
 
-prefetch_from_storage(ranks, req, fail) ==
+prefetch_from_storage(req, fail) ==
     /\ Prefetch /\ Storage
     /\ ~\E r \in RankIds : \E i \in DOMAIN ranks[r].pq : ranks[r].pq[i][1] = req
-    /\ CanPrefetch(ranks, req, Anchor(ranks[0], req))
-    /\ SetRanks(PrefetchEffect(ranks, req, Anchor(ranks[0], req), fail), PrefetchFields)
+    /\ CanPrefetch(req, Anchor(ranks[0], req))
+    /\ ranks' = PrefetchEffect(req, Anchor(ranks[0], req), fail)
     /\ UNCHANGED << store, hung, halted >>
 
 \* The leading pages of prefetch op that the store holds (the read stops at a miss).
@@ -694,10 +546,10 @@ PagesRead(op, held) ==
 
 \* The rank's read finishes with the leading pages its store holds.
 prefetch_io(r, i) ==
-    /\ i \in DOMAIN pq[r]
-    /\ pdone[r][i] = NOT_DONE
-    /\ pdone' = [pdone EXCEPT ![r][i] = PagesRead(pq[r][i], store[Source(r)])]
-    /\ UNCHANGED << TreeVars, wq, wdone, lq, ldone, sq, sdone, pq, relq, pslots, rslots, pflags, Others >>
+    /\ i \in DOMAIN ranks[r].pq
+    /\ ranks[r].pdone[i] = NOT_DONE
+    /\ ranks' = [ranks EXCEPT ![r].pdone[i] = PagesRead(ranks[r].pq[i], store[Source(r)])]
+    /\ UNCHANGED << store, hung, halted >>
 
 FinishPrefetch(rs, i, completed) ==
     LET op == rs.pq[i]
@@ -729,7 +581,7 @@ FinishPrefetch(rs, i, completed) ==
         THEN [rs3 EXCEPT !.nodes[anchor].href = @ - 1]
         ELSE rs3
 
-CheckPrefetchEffect(ranks, i) ==
+CheckPrefetchEffect(i) ==
     LET completed == MinOver([r \in RankIds |-> Max2(ranks[r].pdone[i], 0)])
     IN  TLCEval([r \in RankIds |-> FinishPrefetch(ranks[r], i, completed)])
 
@@ -753,50 +605,49 @@ CanTerminate(rs, i) ==
 \* The MAX all-reduce of [1 - can_terminate, terminated]: every rank can terminate, or
 \* the operation is terminated on some rank (variant terminated-half-dropped: the
 \* vote carries can_terminate only).
-TerminateVote(ranks, i) ==
+TerminateVote(i) ==
     \/ \A r \in RankIds : CanTerminate(ranks[r], i)
     \/ ~Has("terminated-half-dropped") /\ \E r \in RankIds : TERMINATED \in Flags(ranks[r], i)
 
 \* While the vote says go on, a rank that decides alone terminates anyway and waits in
 \* the MIN all-reduce its peers skipped: prefetch-vote-skipped (a rank that can
 \* terminate), timeout-local-vote (a rank whose timer fired).
-SkipsVote(ranks, i) ==
+SkipsVote(i) ==
     \/ Has("prefetch-vote-skipped") /\ \E r \in RankIds : CanTerminate(ranks[r], i)
     \/ Has("timeout-local-vote") /\ \E r \in RankIds : TIMED_OUT \in Flags(ranks[r], i)
 
 \* Terminate once the vote says so (else a stuttering step), agree on the completed
 \* prefix (MIN), insert it host-only.  A revoked prefetch is the drain round's.
-check_prefetch_progress(ranks, i) ==
+check_prefetch_progress(i) ==
     /\ i \in DOMAIN ranks[0].pq
     /\ \A r \in RankIds : i \in DOMAIN ranks[r].pq /\ ranks[r].pq[i] = ranks[0].pq[i]
     /\ REVOKED \notin Flags(ranks[0], i)
-    /\ IF TerminateVote(ranks, i)
-       THEN /\ SetRanks(CheckPrefetchEffect(ranks, i), FinishPrefetchFields)
+    /\ IF TerminateVote(i)
+       THEN /\ ranks' = CheckPrefetchEffect(i)
             /\ UNCHANGED << store, hung, halted >>
-       ELSE IF SkipsVote(ranks, i)
+       ELSE IF SkipsVote(i)
        THEN /\ hung' = "check_prefetch_progress"
-            /\ UNCHANGED << rankVars, store, halted >>
+            /\ UNCHANGED << ranks, store, halted >>
        ELSE UNCHANGED vars
 
 \* The rank's clock passes the prefetch's deadline while its read has not completed;
 \* once fired it stays fired.  A revoked prefetch is past voting.
-prefetch_timeout(ranks, r, i) ==
+prefetch_timeout(r, i) ==
     /\ PrefetchStop = "timeout"
     /\ i \in DOMAIN ranks[r].pq
     /\ Flags(ranks[r], i) \cap {TIMED_OUT, REVOKED} = {}
     /\ ~Completed(ranks[r], i)
-    /\ pflags' = [pflags EXCEPT ![r][i] = @ \cup {TIMED_OUT}]
-    /\ UNCHANGED << TreeVars, wq, wdone, lq, ldone, sq, sdone, pq, pdone, relq, pslots, rslots, Others >>
+    /\ ranks' = [ranks EXCEPT ![r].pflags[i] = @ \cup {TIMED_OUT}]
+    /\ UNCHANGED << store, hung, halted >>
 
 \* A storage batch comes back short: the read stops with nothing usable and marks the
 \* operation terminated on this rank.
 prefetch_read_fails(r, i) ==
     /\ PrefetchReadFail
-    /\ i \in DOMAIN pq[r]
-    /\ pdone[r][i] = NOT_DONE
-    /\ pdone' = [pdone EXCEPT ![r][i] = 0]
-    /\ pflags' = [pflags EXCEPT ![r][i] = @ \cup {TERMINATED}]
-    /\ UNCHANGED << TreeVars, wq, wdone, lq, ldone, sq, sdone, pq, relq, pslots, rslots, Others >>
+    /\ i \in DOMAIN ranks[r].pq
+    /\ ranks[r].pdone[i] = NOT_DONE
+    /\ ranks' = [ranks EXCEPT ![r].pdone[i] = 0, ![r].pflags[i] = @ \cup {TERMINATED}]
+    /\ UNCHANGED << store, hung, halted >>
 
 \* Free a prefetch's host slots once (its op stays queued).
 FreePrefetch(rs, i) ==
@@ -812,11 +663,11 @@ RevokeOnRank(rs, i) ==
     LET rs1 == [rs EXCEPT !.pflags[i] = @ \cup {REVOKED, TERMINATED}]
     IN  IF Has("revoke-frees-in-flight") THEN FreePrefetch(rs1, i) ELSE rs1
 
-prefetch_revoke(ranks, i) ==
+prefetch_revoke(i) ==
     /\ PrefetchRevoke
     /\ \A r \in RankIds : i \in DOMAIN ranks[r].pq /\ ranks[r].pq[i] = ranks[0].pq[i]
     /\ REVOKED \notin Flags(ranks[0], i)
-    /\ SetRanks(TLCEval([r \in RankIds |-> RevokeOnRank(ranks[r], i)]), RevokeFields)
+    /\ ranks' = TLCEval([r \in RankIds |-> RevokeOnRank(ranks[r], i)])
     /\ UNCHANGED << store, hung, halted >>
 
 \* Revoked prefetches whose read has settled on every rank (_drain_revoke's count).
@@ -852,7 +703,7 @@ RetireRevoked(rks) ==
 (* storage_backup_done, drain_storage_control_queues with mirror release,  *)
 (* store_lose, registry_skew (spec/storage_path.py).                       *)
 
-BackupPages(r) == LET op == sq[r][Len(sdone[r]) + 1] IN Chain(op[1], op[2])
+BackupPages(r) == LET op == ranks[r].sq[Len(ranks[r].sdone) + 1] IN Chain(op[1], op[2])
 
 \* << reported, actual >>; a single-writer follower wrote nothing and defers to rank 0.
 BackupAck(r, k) ==
@@ -860,23 +711,23 @@ BackupAck(r, k) ==
     ELSE << IF Has("failed-batch-acked") THEN Len(BackupPages(r)) ELSE k, k >>
 
 storage_backup_done(r, k) ==
-    /\ Len(sdone[r]) < Len(sq[r])
+    /\ Len(ranks[r].sdone) < Len(ranks[r].sq)
     /\ k \in IF Fault("partial_storage") /\ Writes(r) THEN 0 .. Len(BackupPages(r))
              ELSE {Len(BackupPages(r))}
-    /\ sdone' = [sdone EXCEPT ![r] = Append(@, BackupAck(r, k))]
+    /\ ranks' = [ranks EXCEPT ![r].sdone = Append(@, BackupAck(r, k))]
     /\ store' = IF Writes(r) THEN [store EXCEPT ![r] = @ \cup Range(SubSeq(BackupPages(r), 1, k))]
                 ELSE store
-    /\ UNCHANGED << TreeVars, wq, wdone, lq, ldone, sq, pq, pdone, relq, pslots, rslots, pflags, hung, halted >>
+    /\ UNCHANGED << hung, halted >>
 
 Deficit(rs) == Max2(0, HostFreeTarget - rs.host_free)
 
 ReleaseCandidates(rs) == {e \in Pages : IsRedundantMirror(rs, e)}
 
 RECURSIVE PlanFrom(_, _, _, _, _)
-PlanFrom(rs, cands, want, tokens, chosen) ==
-    IF cands = << >> \/ tokens >= want THEN chosen
+PlanFrom(rs, cands, want, tokens, plan) ==
+    IF cands = << >> \/ tokens >= want THEN plan
     ELSE PlanFrom(rs, Tail(cands), want, tokens + NodeLen(rs, Head(cands)),
-                  Append(chosen, Head(cands)))
+                  Append(plan, Head(cands)))
 
 \* Pick candidates in key order until the pool deficit is covered.
 PreparePlan(rs) ==
@@ -897,15 +748,15 @@ PlanTriple(rs, v) ==
 
 \* Release each planned mirror that is still a candidate (re-checked live).
 RECURSIVE ExecutePlan(_, _)
-ExecutePlan(rs, todo) ==
-    IF todo = << >> THEN rs
-    ELSE LET e == Head(todo)
+ExecutePlan(rs, plan) ==
+    IF plan = << >> THEN rs
+    ELSE LET e == Head(plan)
              rs1 == IF IsRedundantMirror(rs, e)
                     THEN [FreeNodeHost(rs, e) EXCEPT !.nodes[e].rel = TRUE]
                     ELSE rs
-         IN  ExecutePlan(rs1, Tail(todo))
+         IN  ExecutePlan(rs1, Tail(plan))
 
-MirrorWorkPending(ranks) ==
+MirrorWorkPending ==
     /\ MirrorReleaseOn
     /\ \E r \in RankIds :
          /\ ~ranks[r].closed
@@ -982,40 +833,38 @@ DrainEffect(rks) ==
 
 \* Nothing to drain, retire, plan or clear: the round's effect is the identity (TLC
 \* need not rebuild the ranks to find the same state).
-DrainIdle(ranks) ==
-    /\ ~RoundDue(ranks) /\ ~MirrorReleaseOn /\ RevokesReady(ranks) = {}
+DrainIdle ==
+    /\ ~RoundDue /\ ~MirrorReleaseOn /\ RevokesReady(ranks) = {}
     /\ \E r \in RankIds : ranks[r].sdone = << >>
     /\ \E r \in RankIds : ranks[r].relq = << >>
 
 \* Runs every iteration while storage operations are outstanding; MIN may be 0.
 \* An otherwise idle round still ages the durable marks up to the gate.
-drain_storage_control_queues(ranks) ==
+drain_storage_control_queues ==
     /\ \/ \E r \in RankIds : ranks[r].sq # << >> \/ ranks[r].relq # << >>
        \/ RevokesReady(ranks) # {}
        \/ MirrorReleaseOn /\ \E r \in RankIds : Ageing(ranks[r])
-       \/ MirrorWorkPending(ranks)
-    /\ IF DigestHalts(ranks)
+       \/ MirrorWorkPending
+    /\ IF DigestHalts
        THEN /\ halted' = HaltMessage("drain_storage_control_queues")
-            /\ UNCHANGED << rankVars, store, hung >>
-       ELSE IF DrainIdle(ranks)
+            /\ UNCHANGED << ranks, store, hung >>
+       ELSE IF DrainIdle
        THEN UNCHANGED vars
-       ELSE /\ SetRanks(DrainEffect(RetireRevoked(AfterDigest(ranks))), DrainFields)   \* _drain_revoke first
+       ELSE /\ ranks' = DrainEffect(RetireRevoked(AfterDigest))   \* _drain_revoke first
             /\ UNCHANGED << store, hung, halted >>
 
 store_lose(r, p) ==
     /\ Fault("store_loss")
     /\ p \in store[r]
     /\ store' = [store EXCEPT ![r] = @ \ {p}]
-    /\ UNCHANGED << rankVars, hung, halted >>
+    /\ UNCHANGED << ranks, hung, halted >>
 
 \* A rank's registry order drifts: its oldest entry moves to the back.
 registry_skew(r) ==
     /\ Fault("registry_skew")
-    /\ Len(dups[r]) >= 2
-    /\ dups' = [dups EXCEPT ![r] = Tail(@) \o << Head(@) >>]
-    /\ UNCHANGED << owner, nodes, dev_free, host_free, durable, plan, mismatch, closed, digest,
-                   clock, lru, running, dslot, hslot, dfree, hfree, dlru,
-                   wq, wdone, lq, ldone, sq, sdone, pq, pdone, relq, pslots, rslots, pflags, Others >>
+    /\ Len(ranks[r].dups) >= 2
+    /\ ranks' = [ranks EXCEPT ![r].dups = Tail(@) \o << Head(@) >>]
+    /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
 (* lock_request, unlock_request (spec/request_locks.py).                   *)
@@ -1033,9 +882,9 @@ LockRequestOnRank(rs, req) ==
         rs1 == LockPath(EnsureBoundary(rs, last), last, 1)
     IN  [rs1 EXCEPT !.running[req] = last]
 
-lock_request(ranks, req) ==
+lock_request(req) ==
     /\ \A r \in RankIds : ranks[r].running[req] = -1 /\ DeviceMatch(ranks[r], req) > 0
-    /\ SetRanks(TLCEval([r \in RankIds |-> LockRequestOnRank(ranks[r], req)]), LockFields)
+    /\ ranks' = TLCEval([r \in RankIds |-> LockRequestOnRank(ranks[r], req)])
     /\ UNCHANGED << store, hung, halted >>
 
 \* The request finished: dec_lock_ref on the node its lock named.
@@ -1044,9 +893,9 @@ UnlockRequestOnRank(rs, req) ==
         rs1 == IF Live(rs, e) THEN LockPath(rs, e, -1) ELSE rs
     IN  [rs1 EXCEPT !.running[req] = -1]
 
-unlock_request(ranks, req) ==
+unlock_request(req) ==
     /\ \A r \in RankIds : ranks[r].running[req] # -1
-    /\ SetRanks(TLCEval([r \in RankIds |-> UnlockRequestOnRank(ranks[r], req)]), UnlockFields)
+    /\ ranks' = TLCEval([r \in RankIds |-> UnlockRequestOnRank(ranks[r], req)])
     /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
@@ -1057,7 +906,7 @@ unlock_request(ranks, req) ==
 \* Host pages the prefetches in flight hold (one whose slots were freed early holds none).
 HeldByPrefetches(rs) == SumSeq([i \in DOMAIN rs.pq |-> IF FREED \in Flags(rs, i) THEN 0 ELSE rs.pq[i][4]])
 
-InBounds(ranks) ==
+InBounds ==
     \A r \in RankIds :
         LET rs == ranks[r] IN
         /\ 0 <= rs.dev_free /\ rs.dev_free <= DevicePages
@@ -1067,37 +916,35 @@ InBounds(ranks) ==
 
 \* Replicated steps: the scheduler issues them on every rank; none may run
 \* while a ready-count round is due.
-ReplicatedStep(ranks) ==
-    \/ \E req \in Reqs, fail \in FailSets : insert(ranks, req, fail)
-    \/ \E e \in Pages, fail \in (IF WriteBack THEN FailSets ELSE {{}}) : evict(ranks, e, fail)
-    \/ \E e \in Pages : load_back(ranks, e)
-    \/ Prefetch /\ Storage /\ \E req \in Reqs, fail \in FailSets : prefetch_from_storage(ranks, req, fail)
-    \/ RequestLocks /\ \E req \in Reqs : lock_request(ranks, req) \/ unlock_request(ranks, req)
-    \/ PrefetchRevoke /\ \E i \in 1 .. Len(ranks[0].pq) : prefetch_revoke(ranks, i)
+ReplicatedStep ==
+    \/ \E req \in Reqs, fail \in FailSets : insert(req, fail)
+    \/ \E e \in Pages, fail \in (IF WriteBack THEN FailSets ELSE {{}}) : evict(e, fail)
+    \/ \E e \in Pages : load_back(e)
+    \/ Prefetch /\ Storage /\ \E req \in Reqs, fail \in FailSets : prefetch_from_storage(req, fail)
+    \/ RequestLocks /\ \E req \in Reqs : lock_request(req) \/ unlock_request(req)
+    \/ PrefetchRevoke /\ \E i \in 1 .. Len(ranks[0].pq) : prefetch_revoke(i)
 
-OtherStep(ranks) ==
+OtherStep ==
     \/ \E r \in RankIds : write_dma_done(r)
-    \/ writing_check(ranks)
+    \/ writing_check
     \/ \E r \in RankIds : load_dma_done(r)
-    \/ loading_check(ranks)
+    \/ loading_check
     \/ \E r \in RankIds : Len(ranks[r].sdone) < Len(ranks[r].sq)
                          /\ \E k \in 0 .. Len(BackupPages(r)) : storage_backup_done(r, k)
-    \/ drain_storage_control_queues(ranks)
+    \/ drain_storage_control_queues
     \/ \E r \in RankIds : \E i \in 1 .. Len(ranks[r].pq) : prefetch_io(r, i)
-    \/ \E i \in 1 .. Len(ranks[0].pq) : check_prefetch_progress(ranks, i)
-    \/ PrefetchStop = "timeout" /\ \E r \in RankIds : \E i \in 1 .. Len(ranks[r].pq) : prefetch_timeout(ranks, r, i)
+    \/ \E i \in 1 .. Len(ranks[0].pq) : check_prefetch_progress(i)
+    \/ PrefetchStop = "timeout" /\ \E r \in RankIds : \E i \in 1 .. Len(ranks[r].pq) : prefetch_timeout(r, i)
     \/ PrefetchReadFail /\ \E r \in RankIds : \E i \in 1 .. Len(ranks[r].pq) : prefetch_read_fails(r, i)
     \/ Fault("store_loss") /\ \E r \in RankIds, p \in Pages : store_lose(r, p)
     \/ Fault("registry_skew") /\ \E r \in RankIds : registry_skew(r)
-    \/ (CpPlanner \/ Lru) /\ \E r \in RankIds, e \in Pages : local_access(ranks, r, e)
+    \/ (CpPlanner \/ Lru) /\ \E r \in RankIds, e \in Pages : local_access(r, e)
 
-\* `ranks`: every rank as a RankState record, built once per state.
 Next ==
+    /\ InBounds
     /\ hung = "" /\ halted = ""     \* the group is stuck or has stopped itself
-    /\ \E ranks \in {Ranks} :
-       /\ InBounds(ranks)
-       /\ \/ ~RoundDue(ranks) /\ ReplicatedStep(ranks)
-          \/ OtherStep(ranks)
+    /\ \/ ~RoundDue /\ ReplicatedStep
+       \/ OtherStep
 
 Spec == Init /\ [][Next]_vars
 
@@ -1106,8 +953,8 @@ Spec == Init /\ [][Next]_vars
 
 \* 1. every cached node has a usable copy
 no_ghost ==
-    \A r \in RankIds : \A e \in Pages : nodes[r][e].start >= 0 =>
-        nodes[r][e].dev = RESIDENT \/ nodes[r][e].host = HOST_RESIDENT
+    \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
+        ranks[r].nodes[e].dev = RESIDENT \/ ranks[r].nodes[e].host = HOST_RESIDENT
 
 \* 2. every page under an in-flight copy is still held as that copy needs
 CopyHeld(rs, ops, devOk, hostOk) ==
@@ -1124,7 +971,7 @@ DmaTargetsHeld(rs, readsForStorage) ==
          CopyHeld(rs, SubSeq(rs.sq, Len(rs.sdone) + 1, Len(rs.sq)), {}, {HOST_RESIDENT})
 
 no_use_after_free ==
-    \A r \in RankIds : DmaTargetsHeld(Rank(r), ~(SingleWriter /\ r > 0))
+    \A r \in RankIds : DmaTargetsHeld(ranks[r], ~(SingleWriter /\ r > 0))
 
 \* 3. free + held = capacity for both pools
 PoolsBalance(rs) ==
@@ -1135,12 +982,12 @@ PoolsBalance(rs) ==
     IN  /\ rs.dev_free >= 0 /\ rs.dev_free + devHeld = DevicePages
         /\ rs.host_free >= 0 /\ rs.host_free + hostHeld = HostPages
 
-slot_conservation == \A r \in RankIds : PoolsBalance(Rank(r))
+slot_conservation == \A r \in RankIds : PoolsBalance(ranks[r])
 
 \* 8. every cached node hangs below the page before it on its token path
 prefix_closed ==
-    \A r \in RankIds : \A e \in Pages : nodes[r][e].start >= 0 =>
-        LET above == Parent[nodes[r][e].start] IN above < 0 \/ owner[r][above] >= 0
+    \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
+        LET above == Parent[ranks[r].nodes[e].start] IN above < 0 \/ ranks[r].owner[above] >= 0
 
 \* 3, with slot identities: each slot has at most one owner, no owned slot is free,
 \* every slot is owned or free, and the free counter counts distinct free slots.
@@ -1159,7 +1006,7 @@ HeldSlots(rs, slot, tier) ==
 slot_ownership ==
     \/ ~Slots
     \/ \A r \in RankIds :
-         LET rs == Rank(r) IN
+         LET rs == ranks[r] IN
          /\ SlotsOwned(HeldSlots(rs, rs.dslot, [e \in Pages |-> rs.nodes[e].dev]),
                        rs.dfree, rs.dev_free, DevicePages)
          /\ SlotsOwned(HeldSlots(rs, rs.hslot, [e \in Pages |-> rs.nodes[e].host])
@@ -1167,19 +1014,19 @@ slot_ownership ==
                        rs.hfree, rs.host_free, HostPages)
 
 \* 6. replicas identical unless halted or a pending digest check will catch it
-Replica(r) ==
-    << owner[r], nodes[r], dev_free[r], host_free[r], wq[r], lq[r], sq[r], pq[r], relq[r],
-       closed[r], running[r], lru[r] >>
+Replica(rs) ==
+    << rs.owner, rs.nodes, rs.dev_free, rs.host_free, rs.wq, rs.lq, rs.sq, rs.pq, rs.relq,
+       rs.closed, rs.running, rs.lru >>
 
 rank_agreement ==
     \/ halted # "" \/ hung # "" \/ NumRanks < 2
-    \/ \A r \in RankIds : Replica(r) = Replica(0)
-    \/ DigestCheckWillFire(Ranks)
+    \/ \A r \in RankIds : Replica(ranks[r]) = Replica(ranks[0])
+    \/ DigestCheckWillFire
 
 \* 7. counters never negative
 counter_sanity ==
-    \A r \in RankIds : \A e \in Pages : nodes[r][e].start >= 0 =>
-        nodes[r][e].lock >= 0 /\ nodes[r][e].href >= 0
+    \A r \in RankIds : \A e \in LiveNodes(ranks[r]) :
+        ranks[r].nodes[e].lock >= 0 /\ ranks[r].nodes[e].href >= 0
 
 \* no rank waits in a collective its peers skipped
 no_collective_hang == hung = ""
@@ -1191,16 +1038,17 @@ no_collective_hang == hung = ""
 \*    stored: only a drain round may add durable marks, for the acks it drains
 \*    (the first nb of each rank's backup queue).
 AllowedDurable(r) ==
-    LET nb == MinOver([x \in RankIds |-> Len(sdone[x])])
-        writer == IF SingleWriter THEN 0 ELSE r
-        Prefix(i) == LET chain == Chain(sq[r][i][1], sq[r][i][2])
-                     IN  {chain[j] : j \in 1 .. Min2(Max2(sdone[writer][i][2], 0), Len(chain))}
+    LET nb == MinOver([x \in RankIds |-> Len(ranks[x].sdone)])
+        rs == ranks[r]
+        writer == IF SingleWriter THEN ranks[0] ELSE rs
+        Prefix(i) == LET chain == Chain(rs.sq[i][1], rs.sq[i][2])
+                     IN  {chain[j] : j \in 1 .. Min2(Max2(writer.sdone[i][2], 0), Len(chain))}
     IN  UNION {Prefix(i) : i \in 1 .. nb}
 
 DurableStep ==
     \A r \in RankIds :
-        LET new == durable'[r] \ durable[r]
-        IN  new = {} \/ (drain_storage_control_queues(Ranks) /\ new \subseteq AllowedDurable(r))
+        LET new == ranks'[r].durable \ ranks[r].durable
+        IN  new = {} \/ (drain_storage_control_queues /\ new \subseteq AllowedDurable(r))
 
 durable_only_when_acked == [][DurableStep]_vars
 
@@ -1220,33 +1068,32 @@ ReleaseOk(rs, rt, e) ==
 
 \* (TLC checks these on every step: a rank whose nodes the step left alone passes at once.)
 ReleaseStep ==
-    \A r \in RankIds : nodes'[r] = nodes[r] \/ \A e \in Pages :
-        (/\ nodes[r][e].start >= 0
-         /\ nodes'[r][e].start >= 0
-         /\ nodes[r][e].host = HOST_RESIDENT
-         /\ nodes'[r][e].host = ABSENT
-         /\ nodes'[r][e].dev # ABSENT) => ReleaseOk(Rank(r), Rank(r)', e)
+    \A r \in RankIds : ranks'[r].nodes = ranks[r].nodes \/ \A e \in LiveNodes(ranks[r]) :
+        (/\ Live(ranks'[r], e)
+         /\ ranks[r].nodes[e].host = HOST_RESIDENT
+         /\ ranks'[r].nodes[e].host = ABSENT
+         /\ ranks'[r].nodes[e].dev # ABSENT) => ReleaseOk(ranks[r], ranks'[r], e)
 
 release_safety == [][ReleaseStep]_vars
 
 \* 7. a locked node keeps its device copy
 LockedStep ==
-    \A r \in RankIds : nodes'[r] = nodes[r] \/ \A e \in Pages :
-        (nodes[r][e].start >= 0 /\ nodes[r][e].lock > 0 /\ nodes[r][e].dev = RESIDENT)
-            => (nodes'[r][e].start >= 0 /\ nodes'[r][e].dev # ABSENT)
+    \A r \in RankIds : ranks'[r].nodes = ranks[r].nodes \/ \A e \in LiveNodes(ranks[r]) :
+        (ranks[r].nodes[e].lock > 0 /\ ranks[r].nodes[e].dev = RESIDENT)
+            => (Live(ranks'[r], e) /\ ranks'[r].nodes[e].dev # ABSENT)
 
 locked_never_evicted == [][LockedStep]_vars
 
 \* The same replicated state yields the same load-back victims on every rank.
 Dropped(r) ==
-    {e \in Pages : /\ nodes[r][e].start >= 0 /\ nodes[r][e].dev = RESIDENT
-                  /\ (nodes'[r][e].start < 0 \/ nodes'[r][e].dev = ABSENT)}
+    {e \in LiveNodes(ranks[r]) : ranks[r].nodes[e].dev = RESIDENT
+                                  /\ (~Live(ranks'[r], e) \/ ranks'[r].nodes[e].dev = ABSENT)}
 
 PlannerStep ==   \* cheap tests first: TLC evaluates this on every step
     \/ ~CpPlanner \/ NumRanks < 2
     \/ \A r \in RankIds : Dropped(r) = Dropped(0)
-    \/ \E r \in RankIds : Replica(r) # Replica(0)
-    \/ ~\E e \in Pages : load_back(Ranks, e)
+    \/ \E r \in RankIds : Replica(ranks[r]) # Replica(ranks[0])
+    \/ ~\E e \in Pages : load_back(e)
 
 planner_determinism == [][PlannerStep]_vars
 
