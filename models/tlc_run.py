@@ -12,7 +12,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from tiercheck.errors import UserError
 
@@ -55,11 +55,13 @@ def java() -> str:
     return exe
 
 
-def run_tlc(model_dir, workers: int = 2, timeout: Optional[float] = None, module: str = "MC") -> TlcResult:
-    """Run TLC on ``model_dir/module.tla`` (with its .cfg); deadlock checking off."""
+def run_tlc(model_dir, workers: int = 2, timeout: Optional[float] = None, module: str = "MC",
+            jvm_options: Sequence[str] = ()) -> TlcResult:
+    """Run TLC on ``model_dir/module.tla`` (with its .cfg); deadlock checking off.
+    ``jvm_options`` go to the JVM before TLC's class (e.g. ``-XX:TieredStopAtLevel=1``)."""
     d = Path(model_dir)
     cmd = [
-        java(), "-XX:+UseParallelGC", "-cp", str(find_jar()), "tlc2.TLC",
+        java(), "-XX:+UseParallelGC", *jvm_options, "-cp", str(find_jar()), "tlc2.TLC",
         "-workers", str(workers), "-deadlock", "-cleanup",
         "-metadir", str(d / "states"), f"{module}.tla",
     ]

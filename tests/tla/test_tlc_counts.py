@@ -31,6 +31,17 @@ def test_tlc_equals_tiercheck_on_a_small_model(tmp_path):
     assert res.search_cpu is not None and 0 < res.search_cpu <= res.cpu
 
 
+def test_jvm_options_reach_tlc(tmp_path):
+    # The benchmark's --jvm-option: TLC runs under them (C1 only here) with the same count,
+    # and an option the JVM rejects fails the run.
+    _want, props = tiercheck_distinct("wt-1r")
+    tla_export.export(model_file.load("wt-1r"), tmp_path, props)
+    res = run_tlc(tmp_path, workers=1, timeout=900, jvm_options=["-XX:TieredStopAtLevel=1"])
+    assert res.ok and res.distinct == 99
+    bad = run_tlc(tmp_path, workers=1, timeout=900, jvm_options=["-XX:NoSuchOptionAtAll"])
+    assert not bad.ok and bad.distinct is None and bad.returncode != 0
+
+
 @pytest.mark.slow
 def test_tlc_reports_the_invariant_a_variant_breaks(tmp_path):
     # partial-backup-leak: replicas diverge (rank_agreement) after one failed allocation.
