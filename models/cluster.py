@@ -19,8 +19,14 @@ single-process ones; where that search stops early because every property is vio
 the counts are cut where it would have stopped. Traces are rebuilt by re-executing the
 recorded action positions from the initial state (tiercheck.models.replay), as always.
 
-Progress and liveness properties need the whole explored graph in one process and are
-not checked here (their verdict says so). Needs the ``cluster`` extra (dask distributed).
+Progress and liveness properties run the one-process graph algorithms
+(tiercheck.models.progress, tiercheck.models.liveness) on a ``ClusterGraph``: each
+partition keeps the edges into its own states (it alone can number their targets), the
+driver gathers them once the search is done, in the one-process order (source state,
+then action position), and the per-state questions (obligations opened and met, fair
+steps, a state of a trace) go back to the partitions that hold the states, in batches.
+Verdicts and lassos are then the one-process ones. Needs the ``cluster`` extra (dask
+distributed).
 """
 
 from __future__ import annotations
@@ -29,19 +35,23 @@ import pickle
 import time
 import zlib
 from array import array
+from bisect import bisect_left
 from typing import Dict, List, Optional
 
+import numpy as np
+
 from tiercheck.errors import UserError
-from tiercheck.models import verdicts
-from tiercheck.models.checker import Result, Violation, resolve_property
+from tiercheck.models import replay, state_graph, verdicts
+from tiercheck.models.checker import Result, make_lasso, make_violation, resolve_property
 from tiercheck.models.codec import Codec, from_plain, to_plain
 from tiercheck.models.expand import Expander
 from tiercheck.models.search import Hit, Search
 from tiercheck.spec.model import Model
 from tiercheck.spec.state import State
 
-NOT_CHECKED = "not checked (cluster mode: needs the whole graph in one process)"
+GRAPH_KINDS = ("progress", "liveness")
 POS_BITS = 16  # action positions per state (the single-process search keeps them as 'H')
+POS_MASK = (1 << POS_BITS) - 1
 EXTRA = "pip install 'tiercheck[cluster]' (dask distributed)"
 
 
@@ -75,8 +85,17 @@ class Partition:
         self.m = Model(cfg)
         self.part, self.parts = part, parts
         self.codec = Codec(self.m)
-        self.expander = Expander(self.m, [resolve_property(n) for n in props], self.codec)
+        props = [resolve_property(n) for n in props]
+        self.expander = Expander(self.m, props, self.codec)
         self.visited = set()  # local packed keys (this process's codec)
+        # With progress/liveness properties: the graph's share here. Each edge is kept by
+        # the partition that owns its target (which alone can number it); the states'
+        # global indices let the driver's graph algorithms ask about them afterwards.
+        self.graph = any(p.kind in GRAPH_KINDS for p in props)
+        self.index: Dict[int, int] = {}  # own key -> global index (graph only)
+        self.own_idx, self.own_keys, self.own_frees = array("q"), [], bytearray()
+        self.unresolved: list = []  # (order, name id, key) of edges into unnumbered states
+        self.e_src, self.e_dst, self.e_pos, self.e_kind = array("i"), array("i"), array("H"), bytearray()
         self.pending: Dict[int, int] = {}  # new key -> smallest (parent << POS_BITS | pos)
         self.blobs: List[bytes] = []  # rank gid -> its blob
         self.digests: List[int] = []  # rank gid -> rank_digest
@@ -112,11 +131,14 @@ class Partition:
     # -- the level steps ----------------------------------------------------------------
 
     def merge(self, incoming) -> List[int]:
-        """Take the (order, wire state) pairs this partition owns; return the order keys
-        of its new states (in the order ``expand`` will number them)."""
+        """Take the (order, wire state, action name id) triples this partition owns (name
+        id -1: an initial state); return the order keys of its new states (in the order
+        ``expand`` will number them)."""
         pending, visited = self.pending, self.visited
-        for order, wire in incoming:
+        for order, wire, nid in incoming:
             k = self._key(wire)
+            if self.graph and nid >= 0:
+                self._edge(order, nid, k)
             if k in visited:
                 old = pending.get(k)
                 if old is not None and order < old:
@@ -134,31 +156,91 @@ class Partition:
         frontier = list(zip(numbers, self.pending))
         self.pending = {}
         frontier.sort()
+        if self.graph:
+            for i, key in frontier:
+                self.index[key] = i
+            self._resolve()
         buckets = [[] for _ in range(self.parts)]
         hits: Dict[str, list] = {}
         unexpanded, self.last = [], []
         expand = self.expander.expand
         for i, key in frontier:
-            viols, expanded, steps, _frees = expand(key, open_props)
+            viols, expanded, steps, frees = expand(key, open_props)
             for name, msg in viols:
                 self._hit(hits, name, (i, -1, msg, key), max_hits)
+            if self.graph:
+                self.own_idx.append(i)
+                self.own_keys.append(key)
+                self.own_frees.append(1 if expanded and frees else 0)
             if not expanded:
                 unexpanded.append(i)
                 continue
             self.last.append((i, bytes([s[1] << 1 | s[3] for s in steps])))
             base = i << POS_BITS
-            for pos, _name, tkey, stutter, tviols in steps:
+            for pos, nid, tkey, stutter, tviols in steps:
                 if stutter:
                     continue
                 for name, msg in tviols:
                     self._hit(hits, name, (i, pos, msg, key), max_hits)
                 wire, q = self._wire(tkey)
-                buckets[q].append((base | pos, wire))
+                buckets[q].append((base | pos, wire, nid))
         for lst in hits.values():
             for k, h in enumerate(lst):
                 lst[k] = h[:3] + (self._wire(h[3])[0],)
         transitions, coverage = self.tally(None)
         return buckets, hits, unexpanded, transitions, coverage
+
+    # -- the graph's share (progress and liveness) ---------------------------------------
+
+    def _edge(self, order: int, nid: int, key: int) -> None:
+        j = self.index.get(key)
+        if j is None:
+            self.unresolved.append((order, nid, key))
+            return
+        self.e_src.append(order >> POS_BITS)
+        self.e_pos.append(order & POS_MASK)
+        self.e_kind.append(nid)
+        self.e_dst.append(j)
+
+    def _resolve(self) -> None:
+        todo, self.unresolved = self.unresolved, []
+        for order, nid, key in todo:
+            self._edge(order, nid, key)
+
+    def edges(self):
+        """This partition's edges (into its own states) once the search is done: (src,
+        dst, action position, action name id) as bytes of int32, int32, uint16, uint8."""
+        self._resolve()
+        if self.unresolved:
+            raise RuntimeError("cluster: an edge into a state that was never numbered")
+        return self.e_src.tobytes(), self.e_dst.tobytes(), self.e_pos.tobytes(), bytes(self.e_kind)
+
+    def _own(self, indices=None):
+        """(global index, state, frees) of this partition's states (all, or ``indices``)."""
+        decode = self.codec.decode
+        if indices is None:
+            for i, key, f in zip(self.own_idx, self.own_keys, self.own_frees):
+                yield i, decode(key), f
+            return
+        for i in indices:
+            k = bisect_left(self.own_idx, i)
+            if k == len(self.own_idx) or self.own_idx[k] != i:
+                raise RuntimeError(f"cluster: state {i} is not on partition {self.part}")
+            yield i, decode(self.own_keys[k]), self.own_frees[k]
+
+    def obligations(self, name: str):
+        return state_graph.opened_by(self.m, resolve_property(name), ((i, s) for i, s, _f in self._own()))
+
+    def met(self, name: str, keys):
+        return state_graph.met_by(self.m, resolve_property(name), keys, self._own())
+
+    def fair_steps(self, indices):
+        """{index: [(action position, fair unit), ...]}: the targets are the driver's."""
+        return {i: [(pos, u) for pos, u, _t in state_graph.fair_steps_of(self.m, s)] for i, s, _f in self._own(indices)}
+
+    def states(self, indices):
+        """{index: wire state}."""
+        return {i: _wire_of(s) for i, s, _f in self._own(indices)}
 
     @staticmethod
     def _hit(hits, name, h, max_hits) -> None:
@@ -279,7 +361,7 @@ def _local_size(address: str) -> int:
 
 def check(model, properties: List[str], parts, max_violations: int = 1) -> Result:
     """Exhaustive BFS of ``model`` on ``parts`` (LocalParts / DaskParts); the Result is
-    the single-process Checker's for the safety properties."""
+    the single-process Checker's."""
     props = [resolve_property(n) for n in properties]
     safety = [p for p in props if p.kind in ("invariant", "transition")]
     graph = [p for p in props if p not in safety]
@@ -292,6 +374,9 @@ def check(model, properties: List[str], parts, max_violations: int = 1) -> Resul
     closed_at: Optional[int] = None  # index where the last open property got its hits
     t0 = time.monotonic()
     n_parts = len(parts.parts)
+    owner = bytearray()  # per state: its partition (graph queries go there)
+    level_start: List[int] = []
+    unexpanded_all: List[int] = []
 
     # Level 0: the initial states, in order (their order key is their index).
     incoming = [[] for _ in range(n_parts)]
@@ -301,7 +386,7 @@ def check(model, properties: List[str], parts, max_violations: int = 1) -> Resul
             continue
         seen.add(s)
         q = part_of([rank_digest(rs) for rs in s.ranks], s.store, s.hung, s.halted, n_parts)
-        incoming[q].append((len(seen) - 1, _wire_of(s)))
+        incoming[q].append((len(seen) - 1, _wire_of(s), -1))
     orders = parts.call("merge", [(inc,) for inc in incoming])
     transitions, cov, depth, level, stop_reason = 0, {}, 0, 0, ""
     total = 0
@@ -311,14 +396,16 @@ def check(model, properties: List[str], parts, max_violations: int = 1) -> Resul
             break
         numbers = [[0] * len(lst) for lst in orders]
         lo = total
+        level_start.append(lo)
         for k, (o, q, j) in enumerate(flat):
             numbers[q][j] = lo + k
+            owner.append(q)
             if level == 0:
                 tr.parent.append(-1)
                 tr.via.append(0)
             else:
                 tr.parent.append(o >> POS_BITS)
-                tr.via.append(o & ((1 << POS_BITS) - 1))
+                tr.via.append(o & POS_MASK)
         total += len(flat)
         depth = level
         open_now = set(open_props)
@@ -336,6 +423,8 @@ def check(model, properties: List[str], parts, max_violations: int = 1) -> Resul
                 open_props.discard(name)
                 if not open_props and closed_at is None:
                     closed_at = i
+        for _b, _h, u, _t, _c in out:
+            unexpanded_all.extend(u)
         stop_at = None
         if closed_at is not None:
             # The one-process search stops after the first expanded state from there on.
@@ -369,17 +458,83 @@ def check(model, properties: List[str], parts, max_violations: int = 1) -> Resul
     res.complete, res.stop_reason = not stop_reason, stop_reason
     res.coverage = {names[nid]: c for nid, c in sorted(cov.items())}
     tr.keys.update({i: s for i, s in enumerate(m.init_states())})
-    res.violations = verdicts.safety_violations(m, tr, safety, None, _violation)
+    res.violations = verdicts.safety_violations(m, tr, safety, None, make_violation)
+    if graph and res.complete:
+        g = ClusterGraph(m, parts, tr, level_start, owner, unexpanded_all)
+        for p in graph:
+            found = verdicts.graph_violations(m, g, p, max_violations, make_violation, make_lasso)
+            if found:
+                res.violations[p.name] = found
     res.verdicts = verdicts.decide(props, res.violations, res.complete, False, None)
-    for p in graph:
-        res.verdicts[p.name] = NOT_CHECKED
-    if graph:
-        res.notes.append(f"cluster mode: {', '.join(p.name for p in graph)} not checked (progress/liveness need the whole graph)")
     return res
 
 
-def _violation(p, message, states, actions) -> Violation:
-    return Violation(p.name, message, states, actions, kind=p.kind)
+class ClusterGraph:
+    """The explored graph of a cluster run, as progress and liveness read it
+    (tiercheck.models.state_graph): the edges gathered on the driver, the states left on
+    their partitions, which answer the per-state questions in batches."""
+
+    def __init__(self, m, parts, tr: _Trace, level_start, owner: bytearray, unexpanded):
+        self.m, self.parts, self.tr = m, parts, tr
+        self.n = n = len(tr.parent)
+        self.owner = np.frombuffer(bytes(owner), dtype=np.uint8)
+        self.depth = state_graph.depths(level_start, n)
+        self.expanded = np.ones(n, dtype=bool)
+        self.expanded[np.asarray(unexpanded, dtype=np.int64)] = False
+        shares = parts.call("edges", [()] * len(parts.parts))
+        src, dst, pos, kind = (
+            np.concatenate([np.frombuffer(e[f], dtype=t) for e in shares])
+            for f, t in enumerate((np.int32, np.int32, np.uint16, np.uint8))
+        )
+        # The one-process search's edge order: by source state, then action position.
+        order = np.lexsort((pos, src))
+        self.src, self.dst = src[order].astype(np.int64), dst[order].astype(np.int64)
+        self.pos, self.kind = pos[order], kind[order]
+        self.first = np.searchsorted(self.src, np.arange(n + 1))  # edges of state i
+
+    def _each_part(self, method: str, *args) -> list:
+        return self.parts.call(method, [args] * len(self.parts.parts))
+
+    def _by_owner(self, method: str, indices) -> dict:
+        idx = np.asarray(indices, dtype=np.int64)
+        who = self.owner[idx]
+        out: dict = {}
+        for d in self.parts.call(method, [(idx[who == q].tolist(),) for q in range(len(self.parts.parts))]):
+            out.update(d)
+        return out
+
+    def obligations(self, prop):
+        return state_graph.by_state(sorted(pair for lst in self._each_part("obligations", prop.name) for pair in lst))
+
+    def met(self, prop, keys):
+        merged: Dict[object, List[int]] = {key: [] for key in keys}
+        for d in self._each_part("met", prop.name, list(keys)):
+            for key, idx in d.items():
+                merged[key].extend(idx)
+        return state_graph.masks(self.n, merged)
+
+    def _targets(self, i: int) -> Dict[int, int]:
+        a, b = self.first[i], self.first[i + 1]
+        return dict(zip(self.pos[a:b].tolist(), self.dst[a:b].tolist()))
+
+    def fair_steps(self, indices):
+        out = {}
+        for i, steps in self._by_owner("fair_steps", indices).items():
+            to = self._targets(i)
+            out[i] = [(u, to.get(pos)) for pos, u in steps]
+        return out
+
+    def rebuild(self, i: int):
+        if i not in self.tr.keys:
+            self.tr.keys.update((j, _state(w)) for j, w in self._by_owner("states", [i]).items())
+        return replay.rebuild(self.m, self.tr, i)
+
+    def step_to(self, s, i: int, j: int):
+        """The first action of state ``i`` (concrete ``s``) that steps to state ``j``: the
+        lowest action position among the edges i -> j."""
+        pos = min(p for p, d in self._targets(i).items() if d == j)
+        a = self.m.actions(s)[pos]
+        return a, self.m.next_state(s, a)
 
 
 def run(model, properties: List[str], address: str, max_violations: int = 1) -> Result:

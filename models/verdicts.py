@@ -30,16 +30,17 @@ def safety_violations(m, search, safety, canon_key, make) -> Dict[str, list]:
     return out
 
 
-def graph_violations(m, search, p, limit: int, make, make_lasso) -> list:
-    """Counterexamples of one progress or liveness property on the explored graph."""
+def graph_violations(m, graph, p, limit: int, make, make_lasso) -> list:
+    """Counterexamples of one progress or liveness property on the explored graph
+    (tiercheck.models.state_graph)."""
     if p.kind == "progress":
         out = []
-        for i, key in progress.check(m, search, p, limit):
-            states, actions = replay.rebuild(m, search, i)
+        for i, key in progress.check(m, graph, p, limit):
+            states, actions = graph.rebuild(i)
             name = m.name(key) if isinstance(key, int) else key
             out.append(make(p, p.fn.describe.format(key=name), states, actions))
         return out
-    return [make_lasso(p, lasso) for lasso in liveness.check(m, search, p, limit)]
+    return [make_lasso(p, lasso) for lasso in liveness.check(m, graph, p, limit)]
 
 
 def decide(props, violations, complete: bool, symmetry: bool, diverged: Optional[int]) -> Dict[str, str]:

@@ -75,8 +75,8 @@ def add_arguments(p):
         "--cluster",
         metavar="ADDRESS",
         help="partition the states over a Dask cluster: local:N starts N worker processes here, or a "
-        "scheduler address (tcp://HOST:8786); same counts, verdicts and traces (safety properties; "
-        "needs the cluster extra)",
+        "scheduler address (tcp://HOST:8786); same counts, verdicts, traces and lassos as one "
+        "process (needs the cluster extra)",
     )
 
 
