@@ -190,6 +190,14 @@ class Partition:
         transitions, coverage = self.tally(None)
         return buckets, hits, unexpanded, transitions, coverage
 
+    def first_move(self, i: int) -> Optional[int]:
+        """The action position of the first step of own state ``i`` (last level) that
+        changes it; None when it has none or is not here."""
+        for j, steps in self.last:
+            if j == i:
+                return next((pos for pos, b in enumerate(steps) if not b & 1), None)
+        return None
+
     # -- the graph's share (progress and liveness) ---------------------------------------
 
     def _edge(self, order: int, nid: int, key: int) -> None:
@@ -248,13 +256,15 @@ class Partition:
         if len(lst) < max_hits:
             lst.append(h)
 
-    def tally(self, upto: Optional[int]):
-        """(transitions, {name id: [enabled, taken]}) of the last level's states up to
-        index ``upto`` (all when None)."""
+    def tally(self, upto: Optional[int], upto_pos: int = POS_MASK):
+        """(transitions, {name id: [enabled, taken]}) of the last level's steps up to
+        action position ``upto_pos`` of state ``upto`` (all when None)."""
         n, cov = 0, {}
         for i, steps in self.last:
-            if upto is not None and i > upto:
-                continue
+            if upto is not None and i >= upto:
+                if i > upto:
+                    continue
+                steps = steps[: upto_pos + 1]
             n += len(steps)
             for b in steps:
                 c = cov.setdefault(b >> 1, [0, 0])
@@ -359,26 +369,74 @@ def _local_size(address: str) -> int:
     return n
 
 
-def check(model, properties: List[str], parts, max_violations: int = 1) -> Result:
-    """Exhaustive BFS of ``model`` on ``parts`` (LocalParts / DaskParts); the Result is
-    the single-process Checker's."""
+def check(model, properties: List[str], parts, max_violations: int = 1,
+          max_states: Optional[int] = None, time_limit: Optional[float] = None) -> Result:
+    """Breadth-first search of ``model`` on ``parts`` (LocalParts / DaskParts); the Result
+    is the single-process Checker's, including where ``max_states`` cuts it (the same
+    step of the same state). ``time_limit`` stops at the end of a level."""
     props = [resolve_property(n) for n in properties]
     safety = [p for p in props if p.kind in ("invariant", "transition")]
     graph = [p for p in props if p not in safety]
     m = model
     names = m.action_names()
     res = Result(workers=len(parts.parts))
-    tr = _Trace()
-    # Graph properties stay open, as in the one-process search: it never stops early then.
-    open_props = {p.name for p in safety} | {p.name for p in graph}
-    closed_at: Optional[int] = None  # index where the last open property got its hits
+    run = _Run(parts, {p.name for p in props}, max_violations)
     t0 = time.monotonic()
-    n_parts = len(parts.parts)
-    owner = bytearray()  # per state: its partition (graph queries go there)
-    level_start: List[int] = []
-    unexpanded_all: List[int] = []
+    orders = parts.call("merge", [(inc,) for inc in _initial(m, run.n_parts)])
+    depth, level, stop_reason = 0, 0, ""
+    while True:
+        flat = sorted((o, q, j) for q, lst in enumerate(orders) for j, o in enumerate(lst))
+        if not flat:
+            break
+        lo = run.total
+        depth = level
+        out = parts.call("expand", [(nums, set(run.open_props), max_violations) for nums in run.number(flat, orders, level)])
+        run.unexpanded |= {i for _b, _h, u, _t, _c in out for i in u}
+        incoming = [[] for _ in range(run.n_parts)]
+        for buckets, *_rest in out:
+            for q, b in enumerate(buckets):
+                incoming[q].extend(b)
+        orders = parts.call("merge", [(inc,) for inc in incoming])
+        level += 1
+        # Where the one-process search stops inside this level, if it does: the last
+        # step it takes, as an order key (state << POS_BITS | action position).
+        cut = run.max_states_cut(max_states, orders, lo) if max_states else None
+        run.take_hits(out, cut)
+        stop_at = run.closed_stop(lo)
+        reason = ""
+        if cut is not None and (stop_at is None or cut >> POS_BITS <= stop_at):
+            # Cut inside a state: the reason is the one it checks first after the break.
+            reason = "every property already violated" if not run.open_props else f"--max-states {max_states} reached"
+        elif stop_at is not None:
+            cut, reason = stop_at << POS_BITS | POS_MASK, "every property already violated"
+        elif time_limit and time.monotonic() - t0 > time_limit:
+            reason = f"--time-limit {time_limit:g}s reached"
+        run.tally(out, cut)
+        if reason:
+            found = sum(1 for lst in orders for o in lst if cut is None or o <= cut)
+            run.total += found
+            depth = level if found else level - 1
+            stop_reason = reason
+            break
+    res.seconds = time.monotonic() - t0
+    res.distinct, res.transitions, res.depth = run.total, run.transitions, depth
+    res.complete, res.stop_reason = not stop_reason, stop_reason
+    res.coverage = {names[nid]: c for nid, c in sorted(run.cov.items())}
+    tr = run.tr
+    tr.keys.update({i: s for i, s in enumerate(m.init_states())})
+    res.violations = verdicts.safety_violations(m, tr, safety, None, make_violation)
+    if graph and res.complete:
+        g = ClusterGraph(m, parts, tr, run.level_start, run.owner, sorted(run.unexpanded))
+        for p in graph:
+            found = verdicts.graph_violations(m, g, p, max_violations, make_violation, make_lasso)
+            if found:
+                res.violations[p.name] = found
+    res.verdicts = verdicts.decide(props, res.violations, res.complete, False, None)
+    return res
 
-    # Level 0: the initial states, in order (their order key is their index).
+
+def _initial(m, n_parts: int) -> list:
+    """Level 0 for ``merge``: the initial states, in order (their order key is their index)."""
     incoming = [[] for _ in range(n_parts)]
     seen = set()
     for s in m.init_states():
@@ -387,86 +445,95 @@ def check(model, properties: List[str], parts, max_violations: int = 1) -> Resul
         seen.add(s)
         q = part_of([rank_digest(rs) for rs in s.ranks], s.store, s.hung, s.halted, n_parts)
         incoming[q].append((len(seen) - 1, _wire_of(s), -1))
-    orders = parts.call("merge", [(inc,) for inc in incoming])
-    transitions, cov, depth, level, stop_reason = 0, {}, 0, 0, ""
-    total = 0
-    while True:
-        flat = sorted((o, q, j) for q, lst in enumerate(orders) for j, o in enumerate(lst))
-        if not flat:
-            break
+    return incoming
+
+
+class _Run:
+    """The driver's records of a cluster search: the numbering, the hits, the tallies."""
+
+    def __init__(self, parts, open_props, max_violations: int):
+        self.parts, self.n_parts = parts, len(parts.parts)
+        # Graph properties stay open, as in the one-process search: it never stops early then.
+        self.open_props = set(open_props)
+        self.max_violations = max_violations
+        self.closed_at: Optional[int] = None  # index where the last open property got its hits
+        self.tr = _Trace()
+        self.total = 0
+        self.owner = bytearray()  # per state: its partition (graph queries go there)
+        self.level_start: List[int] = []
+        self.unexpanded: set = set()  # states outside Model.constraint
+        self.transitions, self.cov = 0, {}
+
+    def number(self, flat, orders, level: int) -> List[List[int]]:
+        """Number a level's new states (``flat``: sorted (order, partition, slot)); per
+        partition, the numbers of its states in ``orders`` order."""
+        tr, lo = self.tr, self.total
         numbers = [[0] * len(lst) for lst in orders]
-        lo = total
-        level_start.append(lo)
+        self.level_start.append(lo)
         for k, (o, q, j) in enumerate(flat):
             numbers[q][j] = lo + k
-            owner.append(q)
-            if level == 0:
-                tr.parent.append(-1)
-                tr.via.append(0)
-            else:
-                tr.parent.append(o >> POS_BITS)
-                tr.via.append(o & POS_MASK)
-        total += len(flat)
-        depth = level
-        open_now = set(open_props)
-        out = parts.call("expand", [(numbers[q], open_now, max_violations) for q in range(n_parts)])
+            self.owner.append(q)
+            tr.parent.append(-1 if level == 0 else o >> POS_BITS)
+            tr.via.append(0 if level == 0 else o & POS_MASK)
+        self.total += len(flat)
+        return numbers
+
+    def max_states_cut(self, max_states: int, orders, lo: int) -> Optional[int]:
+        """The step after which the one-process search breaks on ``max_states``: the one
+        that finds the state numbered max_states - 1 (``orders``: this level's finds), or,
+        with that many states before the level, the first state change of its first
+        expanded state. None when the level ends first."""
+        if self.total >= max_states:
+            i = self._first_expanded(lo)
+            if i is None:
+                return None
+            pos = self.parts.call("first_move", [(i,)] * self.n_parts)
+            pos = next((p for p in pos if p is not None), POS_MASK)
+            return i << POS_BITS | pos
+        need = max_states - self.total
+        found = sorted(o for lst in orders for o in lst)
+        return found[need - 1] if len(found) >= need else None
+
+    def _first_expanded(self, start: int) -> Optional[int]:
+        return next((i for i in range(start, self.total) if i not in self.unexpanded), None)
+
+    def take_hits(self, out, cut: Optional[int]) -> None:
+        """Record the level's violations in the one-process order, up to ``cut``."""
+        tr, open_props = self.tr, self.open_props
         level_hits = sorted(
             (h[0], h[1], name, h[2], h[3]) for _b, hits, _u, _t, _c in out for name, lst in hits.items() for h in lst
         )
         for i, pos, name, msg, wire in level_hits:
+            if cut is not None and (i, pos) > (cut >> POS_BITS, cut & POS_MASK):
+                break
             if name not in open_props:
                 continue
             lst = tr.hits.setdefault(name, [])
             lst.append(Hit(name, msg, i, None if pos < 0 else pos))
             tr.keys[i] = _state(wire)
-            if len(lst) >= max_violations:
+            if len(lst) >= self.max_violations:
                 open_props.discard(name)
-                if not open_props and closed_at is None:
-                    closed_at = i
-        for _b, _h, u, _t, _c in out:
-            unexpanded_all.extend(u)
-        stop_at = None
-        if closed_at is not None:
-            # The one-process search stops after the first expanded state from there on.
-            unexpanded = {i for _b, _h, u, _t, _c in out for i in u}
-            stop_at = next((i for i in range(max(closed_at, lo), total) if i not in unexpanded), None)
-        if stop_at is not None:
-            tallies = parts.call("tally", [(stop_at,)] * n_parts)
+                if not open_props and self.closed_at is None:
+                    self.closed_at = i
+
+    def closed_stop(self, lo: int) -> Optional[int]:
+        """The state after which the one-process search stops because every property is
+        violated: the first expanded one from the last closing hit on."""
+        if self.closed_at is None:
+            return None
+        return self._first_expanded(max(self.closed_at, lo))
+
+    def tally(self, out, cut: Optional[int]) -> None:
+        if cut is not None:
+            tallies = self.parts.call("tally", [(cut >> POS_BITS, cut & POS_MASK)] * self.n_parts)
         else:
             tallies = [(t, c) for _b, _h, _u, t, c in out]
         for t, c in tallies:
-            transitions += t
+            self.transitions += t
             for nid, (e, k) in c.items():
-                cc = cov.setdefault(nid, [0, 0])
+                cc = self.cov.setdefault(nid, [0, 0])
                 cc[0] += e
                 cc[1] += k
-        incoming = [[] for _ in range(n_parts)]
-        for buckets, *_rest in out:
-            for q, b in enumerate(buckets):
-                incoming[q].extend(b)
-        orders = parts.call("merge", [(inc,) for inc in incoming])
-        level += 1
-        if stop_at is not None:
-            cut = (stop_at + 1) << POS_BITS
-            found = sum(1 for lst in orders for o in lst if o < cut)
-            total += found
-            depth = level if found else level - 1
-            stop_reason = "every property already violated"
-            break
-    res.seconds = time.monotonic() - t0
-    res.distinct, res.transitions, res.depth = total, transitions, depth
-    res.complete, res.stop_reason = not stop_reason, stop_reason
-    res.coverage = {names[nid]: c for nid, c in sorted(cov.items())}
-    tr.keys.update({i: s for i, s in enumerate(m.init_states())})
-    res.violations = verdicts.safety_violations(m, tr, safety, None, make_violation)
-    if graph and res.complete:
-        g = ClusterGraph(m, parts, tr, level_start, owner, unexpanded_all)
-        for p in graph:
-            found = verdicts.graph_violations(m, g, p, max_violations, make_violation, make_lasso)
-            if found:
-                res.violations[p.name] = found
-    res.verdicts = verdicts.decide(props, res.violations, res.complete, False, None)
-    return res
 
 
 class ClusterGraph:
@@ -537,11 +604,12 @@ class ClusterGraph:
         return a, self.m.next_state(s, a)
 
 
-def run(model, properties: List[str], address: str, max_violations: int = 1) -> Result:
+def run(model, properties: List[str], address: str, max_violations: int = 1,
+        max_states: Optional[int] = None, time_limit: Optional[float] = None) -> Result:
     """``tiercheck check --cluster ADDRESS``: ``local:N`` starts N worker processes here,
     anything else is a Dask scheduler address (tcp://host:8786)."""
     parts = DaskParts(model.cfg, list(properties), address)
     try:
-        return check(model, properties, parts, max_violations)
+        return check(model, properties, parts, max_violations, max_states, time_limit)
     finally:
         parts.close()

@@ -130,7 +130,11 @@ def run(args) -> int:
         max_memory=args.max_memory or default_budget(),
         engine=args.engine,
     )
-    res = checker.run()
+    return _report(mf, model, checker.run(), props, args, toml_text)
+
+
+def _report(mf, model, res, props, args, toml_text) -> int:
+    """Print a search's summary and counterexamples; the exit code."""
     out = sys.stdout
     check_report.summary(mf, model, res, props, args.coverage, out)
     check_report.counterexamples(model, res, toml_text, args.out, out)
@@ -140,8 +144,6 @@ def run(args) -> int:
         print(f"inconclusive: {res.stop_reason} (exit {exits.INCONCLUSIVE})", file=sys.stderr)
         return exits.INCONCLUSIVE
     return exits.OK
-
-
 
 
 def _simulate(args, mf, props) -> int:
@@ -169,16 +171,15 @@ def _simulate(args, mf, props) -> int:
         return exits.FOUND
     print(f"inconclusive: random walks found no violation (seed {seed}; exit {exits.INCONCLUSIVE})", file=sys.stderr)
     return exits.INCONCLUSIVE
+
+
 def _cluster(args, mf, model, props, toml_text) -> int:
     from tiercheck.models import cluster
 
-    for flag, value in (("--max-states", args.max_states or mf.max_states), ("--time-limit", args.time_limit),
-                        ("--workers", args.workers), ("--symmetry", args.symmetry)):
+    for flag, value in (("--workers", args.workers), ("--symmetry", args.symmetry)):
         if value:
-            raise UserError(f"--cluster explores every state in full: drop {flag} (or [check] in the model file)")
+            raise UserError(f"--cluster runs one partition per Dask worker, without symmetry: drop {flag}")
     if mf.symmetry and args.symmetry is None:
-        raise UserError("--cluster explores every state: the model file asks for symmetry, add --no-symmetry")
-    res = cluster.run(model, props, args.cluster, args.all_violations)
-    check_report.summary(mf, model, res, props, args.coverage, sys.stdout)
-    check_report.counterexamples(model, res, toml_text, args.out, sys.stdout)
-    return exits.FOUND if res.violations else exits.OK
+        raise UserError("--cluster runs without symmetry: the model file asks for symmetry, add --no-symmetry")
+    res = cluster.run(model, props, args.cluster, args.all_violations, args.max_states or mf.max_states, args.time_limit)
+    return _report(mf, model, res, props, args, toml_text)

@@ -97,6 +97,31 @@ def test_the_gathered_graph_is_the_one_process_graph(monkeypatch):
     assert got.fair_steps(some) == one.fair_steps(some)
 
 
+@pytest.mark.parametrize(
+    "name, props, k, cuts",
+    [
+        ("wt-2r", None, 1, (1, 2, 17, 226, 227)),  # the cut falls inside a state's steps
+        ("variants/early-return-collective", ["no_collective_hang"], 1, (7, 8, 9)),  # both stops
+        ("variants/release-busy", ["release_safety"], 1, (176, 177)),  # on the closing state
+    ],
+)
+def test_max_states_cuts_where_one_process_cuts(name, props, k, cuts):
+    props = props or _props(name)
+    for cut in cuts:
+        _c, one = explore(shipped(name), props, max_states=cut, max_violations=k)
+        got = cluster.check(shipped(name), props, cluster.LocalParts(_config(name), props, 3), k, max_states=cut)
+        _same(one, got)
+        assert not got.complete and ("--max-states" in got.stop_reason or "every property" in got.stop_reason)
+
+
+def test_a_time_limit_stops_at_a_level_end():
+    props = ["no_ghost"]
+    cut = cluster.check(shipped("wt-2r"), props, cluster.LocalParts(_config("wt-2r"), props, 2), time_limit=1e-9)
+    _c, one = explore(shipped("wt-2r"), props, max_states=cut.distinct)
+    assert (cut.complete, cut.stop_reason, cut.verdicts) == (False, "--time-limit 1e-09s reached", {"no_ghost": "holds so far"})
+    assert (cut.distinct, cut.depth) == (one.distinct, 1)  # level 0 expanded, level 1 found
+
+
 def test_one_partition_and_many_agree():
     props = ["release_safety", "no_ghost"]
     a, b = _local("variants/release-busy", props, 1), _local("variants/release-busy", props, 5)
@@ -139,7 +164,6 @@ def test_check_cluster_local_from_the_command_line(capsys):
     "argv, needle",
     [
         (["--cluster", "local:0"], "local:N needs N in 1..64"),
-        (["--cluster", "local:2", "--max-states", "5"], "drop --max-states"),
         (["--cluster", "local:2", "--symmetry"], "drop --symmetry"),
         (["--cluster", "local:2", "--workers", "2"], "drop --workers"),
     ],
@@ -148,6 +172,15 @@ def test_cluster_bad_input_is_one_line_exit_2(capsys, argv, needle):
     assert main(["check", "wt-1r", *argv, "--quiet"]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_check_cluster_max_states_is_inconclusive_exit_3(capsys, monkeypatch):
+    # The command line's cut and exit code (partitions in this process: the Dask path is
+    # the test above).
+    monkeypatch.setattr(cluster, "DaskParts", lambda cfg, props, _address: cluster.LocalParts(cfg, props, 2))
+    assert main(["check", "wt-2r", "--cluster", "local:2", "--max-states", "50", "--quiet"]) == 3
+    out, err = capsys.readouterr()
+    assert "50 distinct states" in out and "--max-states 50 reached" in err
 
 
 def test_cluster_without_the_extra_names_it(capsys, monkeypatch):
