@@ -153,11 +153,7 @@ class Checker:
             if self.sym is None:
                 res.notes.append(f"symmetry off: {why}")
             elif graph_props:
-                res.notes.append(
-                    "symmetry on: progress and liveness properties are not checked on the "
-                    "reduced graph (their obligations name nodes and rank 0, which the "
-                    "reduction permutes); rerun without --symmetry to check them"
-                )
+                res.notes.append(verdicts.SYMMETRY_GRAPH_NOTE)
         codec = Codec(m)
         self.codec = codec
         canon = self.sym.canonical if self.sym is not None else None
@@ -206,8 +202,5 @@ class Checker:
 
     def _replicas_diverged(self) -> Optional[int]:
         """The first explored state whose replicas disagree (rank_agreement), or None."""
-        decode, fn, m = self.codec.decode, BY_NAME["rank_agreement"].fn, self.model
-        for i, k in enumerate(self.search.keys):
-            if fn(m, decode(k)):
-                return i
-        return None
+        decode = self.codec.decode
+        return verdicts.first_diverged(self.model, ((i, decode(k)) for i, k in enumerate(self.search.keys)))

@@ -42,9 +42,8 @@ import numpy as np
 
 from tiercheck.errors import UserError
 from tiercheck.models import replay, state_graph, verdicts
-from tiercheck.models.checker import Result, make_lasso, make_violation, resolve_property
+from tiercheck.models.checker import ENGINES, Result, make_lasso, make_violation, resolve_property
 from tiercheck.models.codec import Codec, from_plain, to_plain
-from tiercheck.models.expand import Expander
 from tiercheck.models.search import Hit, Search
 from tiercheck.spec.model import Model
 from tiercheck.spec.state import State
@@ -81,18 +80,24 @@ def part_of(digests, stores, hung, halted, parts: int) -> int:
 class Partition:
     """One share of the state space (a Dask actor; also usable in-process)."""
 
-    def __init__(self, cfg, props, part: int, parts: int):
+    def __init__(self, cfg, props, part: int, parts: int, symmetry: bool = False):
         self.m = Model(cfg)
         self.part, self.parts = part, parts
         self.codec = Codec(self.m)
         props = [resolve_property(n) for n in props]
-        self.expander = Expander(self.m, props, self.codec)
+        # Under symmetry a partition holds orbit representatives (the same canonical
+        # function in every process), as the one-process search does.
+        self.sym = symmetry_for(self.m, symmetry)
+        # The one-process default engine (per-rank memoised expansion, the plain
+        # engine's records bit for bit).
+        self.expander = ENGINES["memo"](self.m, props, self.codec, self.sym.canonical if self.sym else None)
         self.visited = set()  # local packed keys (this process's codec)
         # With progress/liveness properties: the graph's share here. Each edge is kept by
         # the partition that owns its target (which alone can number it); the states'
         # global indices let the driver's graph algorithms ask about them afterwards.
-        self.graph = any(p.kind in GRAPH_KINDS for p in props)
+        self.graph = self.sym is None and any(p.kind in GRAPH_KINDS for p in props)
         self.index: Dict[int, int] = {}  # own key -> global index (graph only)
+        # Own states by global index (for the driver's questions: traces, graph, orbits).
         self.own_idx, self.own_keys, self.own_frees = array("q"), [], bytearray()
         self.unresolved: list = []  # (order, name id, key) of edges into unnumbered states
         self.e_src, self.e_dst, self.e_pos, self.e_kind = array("i"), array("i"), array("H"), bytearray()
@@ -167,11 +172,10 @@ class Partition:
         for i, key in frontier:
             viols, expanded, steps, frees = expand(key, open_props)
             for name, msg in viols:
-                self._hit(hits, name, (i, -1, msg, key), max_hits)
-            if self.graph:
-                self.own_idx.append(i)
-                self.own_keys.append(key)
-                self.own_frees.append(1 if expanded and frees else 0)
+                self._hit(hits, name, (i, -1, msg, key, None), max_hits)
+            self.own_idx.append(i)
+            self.own_keys.append(key)
+            self.own_frees.append(1 if expanded and frees else 0)
             if not expanded:
                 unexpanded.append(i)
                 continue
@@ -181,14 +185,32 @@ class Partition:
                 if stutter:
                     continue
                 for name, msg in tviols:
-                    self._hit(hits, name, (i, pos, msg, key), max_hits)
+                    self._hit(hits, name, (i, pos, msg, key, tkey), max_hits)
                 wire, q = self._wire(tkey)
                 buckets[q].append((base | pos, wire, nid))
         for lst in hits.values():
             for k, h in enumerate(lst):
-                lst[k] = h[:3] + (self._wire(h[3])[0],)
+                lst[k] = h[:3] + (self._wire(h[3])[0], None if h[4] is None else self._wire(h[4])[0])
         transitions, coverage = self.tally(None)
         return buckets, hits, unexpanded, transitions, coverage
+
+    def register(self, numbers) -> None:
+        """Number the states merged last without expanding them (a cut search's last
+        finds; ``numbers`` aligned with what ``merge`` returned, None: beyond the cut)."""
+        found = sorted((i, key) for key, i in zip(self.pending, numbers) if i is not None)
+        self.pending = {}
+        for i, key in found:
+            self.own_idx.append(i)
+            self.own_keys.append(key)
+            self.own_frees.append(0)
+
+    def represented(self) -> int:
+        """The states this partition's orbit representatives stand for."""
+        return sum(self.sym.orbit_size(s) for _i, s, _f in self._own())
+
+    def diverged(self) -> Optional[int]:
+        """The first own state whose replicas disagree, or None."""
+        return verdicts.first_diverged(self.m, ((i, s) for i, s, _f in self._own()))
 
     def first_move(self, i: int) -> Optional[int]:
         """The action position of the first step of own state ``i`` (last level) that
@@ -306,8 +328,9 @@ class LocalParts:
     """The partitions in this process (no Dask): the same protocol, for tests and for
     comparing the partitioned search with the one-process search."""
 
-    def __init__(self, cfg, props, parts: int):
-        self.parts = [Partition(cfg, props, q, parts) for q in range(parts)]
+    def __init__(self, cfg, props, parts: int, symmetry: bool = False):
+        self.symmetry = symmetry
+        self.parts = [Partition(cfg, props, q, parts, symmetry) for q in range(parts)]
 
     def call(self, method: str, args_per_part) -> list:
         return [getattr(p, method)(*a) for p, a in zip(self.parts, args_per_part)]
@@ -319,7 +342,8 @@ class LocalParts:
 class DaskParts:
     """One Partition actor per worker of a Dask cluster (``local:N`` starts one here)."""
 
-    def __init__(self, cfg, props, address: str):
+    def __init__(self, cfg, props, address: str, symmetry: bool = False):
+        self.symmetry = symmetry
         try:
             from distributed import Client, LocalCluster
         except ImportError:
@@ -341,7 +365,9 @@ class DaskParts:
             self.close()
             raise UserError(f"--cluster {address}: the cluster has no workers")
         futs = [
-            self.client.submit(Partition, cfg, props, q, len(workers), actor=True, workers=[w], allow_other_workers=False)
+            self.client.submit(
+                Partition, cfg, props, q, len(workers), symmetry, actor=True, workers=[w], allow_other_workers=False
+            )
             for q, w in enumerate(workers)
         ]
         self.parts = [f.result() for f in futs]
@@ -369,20 +395,29 @@ def _local_size(address: str) -> int:
     return n
 
 
+def symmetry_for(m, on: bool):
+    """The model's Symmetry when ``on`` and one applies (tiercheck.models.symmetry), else None."""
+    if not on:
+        return None
+    from tiercheck.models import symmetry
+
+    return symmetry.for_model(m)[0]
+
+
 def check(model, properties: List[str], parts, max_violations: int = 1,
           max_states: Optional[int] = None, time_limit: Optional[float] = None) -> Result:
-    """Breadth-first search of ``model`` on ``parts`` (LocalParts / DaskParts); the Result
-    is the single-process Checker's, including where ``max_states`` cuts it (the same
-    step of the same state). ``time_limit`` stops at the end of a level."""
+    """Breadth-first search of ``model`` on ``parts`` (LocalParts / DaskParts, over orbit
+    representatives when built with symmetry); the Result is the single-process
+    Checker's, including where ``max_states`` cuts it (the same step of the same state).
+    ``time_limit`` stops at the end of a level."""
     props = [resolve_property(n) for n in properties]
-    safety = [p for p in props if p.kind in ("invariant", "transition")]
-    graph = [p for p in props if p not in safety]
     m = model
-    names = m.action_names()
     res = Result(workers=len(parts.parts))
+    sym = symmetry_for(m, parts.symmetry)
     run = _Run(parts, {p.name for p in props}, max_violations)
     t0 = time.monotonic()
-    orders = parts.call("merge", [(inc,) for inc in _initial(m, run.n_parts)])
+    init, incoming = _initial(m, run.n_parts, sym.canonical if sym else None)
+    orders = parts.call("merge", [(inc,) for inc in incoming])
     depth, level, stop_reason = 0, 0, ""
     while True:
         flat = sorted((o, q, j) for q, lst in enumerate(orders) for j, o in enumerate(lst))
@@ -413,39 +448,87 @@ def check(model, properties: List[str], parts, max_violations: int = 1,
             reason = f"--time-limit {time_limit:g}s reached"
         run.tally(out, cut)
         if reason:
-            found = sum(1 for lst in orders for o in lst if cut is None or o <= cut)
-            run.total += found
+            found = run.register_cut(orders, cut)
             depth = level if found else level - 1
             stop_reason = reason
             break
     res.seconds = time.monotonic() - t0
     res.distinct, res.transitions, res.depth = run.total, run.transitions, depth
     res.complete, res.stop_reason = not stop_reason, stop_reason
-    res.coverage = {names[nid]: c for nid, c in sorted(run.cov.items())}
-    tr = run.tr
-    tr.keys.update({i: s for i, s in enumerate(m.init_states())})
-    res.violations = verdicts.safety_violations(m, tr, safety, None, make_violation)
-    if graph and res.complete:
-        g = ClusterGraph(m, parts, tr, run.level_start, run.owner, sorted(run.unexpanded))
-        for p in graph:
-            found = verdicts.graph_violations(m, g, p, max_violations, make_violation, make_lasso)
-            if found:
-                res.violations[p.name] = found
-    res.verdicts = verdicts.decide(props, res.violations, res.complete, False, None)
+    res.coverage = {m.action_names()[nid]: c for nid, c in sorted(run.cov.items())}
+    run.tr.keys.update(enumerate(init))
+    _verdicts(m, props, run, sym, res)
     return res
 
 
-def _initial(m, n_parts: int) -> list:
-    """Level 0 for ``merge``: the initial states, in order (their order key is their index)."""
+def _verdicts(m, props, run, sym, res: Result) -> None:
+    """Counterexamples and verdicts of a finished cluster search, as Checker.run decides
+    them (tiercheck.models.verdicts)."""
+    safety = [p for p in props if p.kind in ("invariant", "transition")]
+    graph = [p for p in props if p not in safety]
+    tr, parts = run.tr, run.parts
+    diverged, canon = None, None
+    if parts.symmetry and sym is None:
+        from tiercheck.models import symmetry
+
+        res.notes.append(f"symmetry off: {symmetry.for_model(m)[1]}")
+    if sym is not None:
+        canon = sym.canonical
+        if graph:
+            res.notes.append(verdicts.SYMMETRY_GRAPH_NOTE)
+        res.symmetry = sym.summary(run.total, sum(_each(parts, "represented")))
+        if sym.ranks:
+            diverged = min((d for d in _each(parts, "diverged") if d is not None), default=None)
+        # Traces under symmetry are re-executed into each recorded orbit: every state
+        # on a hit's path is needed, not only its last.
+        path = {j for hits in tr.hits.values() for h in hits for j in tr.path_to(h.index)}
+        tr.keys.update(_states_of(parts, run.owner, sorted(path - set(tr.keys))))
+    res.violations = verdicts.safety_violations(m, tr, safety, canon, make_violation)
+    if graph and res.complete and sym is None:
+        g = ClusterGraph(m, parts, tr, run.level_start, run.owner, sorted(run.unexpanded))
+        for p in graph:
+            found = verdicts.graph_violations(m, g, p, run.max_violations, make_violation, make_lasso)
+            if found:
+                res.violations[p.name] = found
+    res.verdicts = verdicts.decide(props, res.violations, res.complete, sym is not None, diverged)
+    if diverged is not None:
+        res.notes.append(verdicts.diverged_note(diverged))
+
+
+def _each(parts, method: str, *args) -> list:
+    """Every partition's answer to ``method(*args)``."""
+    return parts.call(method, [args] * len(parts.parts))
+
+
+def _by_owner(parts, owner, method: str, indices) -> dict:
+    """The answers ({index: ...}) of the partitions holding states ``indices``."""
+    idx = np.asarray(indices, dtype=np.int64)
+    who = np.frombuffer(bytes(owner), dtype=np.uint8)[idx] if len(idx) else np.zeros(0, np.uint8)
+    out: dict = {}
+    for d in parts.call(method, [(idx[who == q].tolist(),) for q in range(len(parts.parts))]):
+        out.update(d)
+    return out
+
+
+def _states_of(parts, owner, indices) -> Dict[int, State]:
+    return {i: _state(w) for i, w in _by_owner(parts, owner, "states", indices).items()}
+
+
+def _initial(m, n_parts: int, canon=None):
+    """(the initial states, level 0 for ``merge``): in order, duplicates dropped, orbit
+    representatives under symmetry (their order key is their index)."""
     incoming = [[] for _ in range(n_parts)]
+    init: List[State] = []
     seen = set()
     for s in m.init_states():
+        s = canon(s) if canon is not None else s
         if s in seen:
             continue
         seen.add(s)
         q = part_of([rank_digest(rs) for rs in s.ranks], s.store, s.hung, s.halted, n_parts)
-        incoming[q].append((len(seen) - 1, _wire_of(s), -1))
-    return incoming
+        incoming[q].append((len(init), _wire_of(s), -1))
+        init.append(s)
+    return init, incoming
 
 
 class _Run:
@@ -494,6 +577,18 @@ class _Run:
         found = sorted(o for lst in orders for o in lst)
         return found[need - 1] if len(found) >= need else None
 
+    def register_cut(self, orders, cut: Optional[int]) -> int:
+        """Number the last merge's finds up to ``cut`` (the search stops there; they are
+        counted, not expanded) on their partitions; returns how many."""
+        kept = sorted((o, q, j) for q, lst in enumerate(orders) for j, o in enumerate(lst) if cut is None or o <= cut)
+        numbers: List[list] = [[None] * len(lst) for lst in orders]
+        for k, (_o, q, j) in enumerate(kept):
+            numbers[q][j] = self.total + k
+            self.owner.append(q)
+        self.parts.call("register", [(nums,) for nums in numbers])
+        self.total += len(kept)
+        return len(kept)
+
     def _first_expanded(self, start: int) -> Optional[int]:
         return next((i for i in range(start, self.total) if i not in self.unexpanded), None)
 
@@ -501,15 +596,15 @@ class _Run:
         """Record the level's violations in the one-process order, up to ``cut``."""
         tr, open_props = self.tr, self.open_props
         level_hits = sorted(
-            (h[0], h[1], name, h[2], h[3]) for _b, hits, _u, _t, _c in out for name, lst in hits.items() for h in lst
+            (h[0], h[1], name, h[2], h[3], h[4]) for _b, hits, _u, _t, _c in out for name, lst in hits.items() for h in lst
         )
-        for i, pos, name, msg, wire in level_hits:
+        for i, pos, name, msg, wire, succ in level_hits:
             if cut is not None and (i, pos) > (cut >> POS_BITS, cut & POS_MASK):
                 break
             if name not in open_props:
                 continue
             lst = tr.hits.setdefault(name, [])
-            lst.append(Hit(name, msg, i, None if pos < 0 else pos))
+            lst.append(Hit(name, msg, i, None if pos < 0 else pos, None if succ is None else _state(succ)))
             tr.keys[i] = _state(wire)
             if len(lst) >= self.max_violations:
                 open_props.discard(name)
@@ -544,11 +639,11 @@ class ClusterGraph:
     def __init__(self, m, parts, tr: _Trace, level_start, owner: bytearray, unexpanded):
         self.m, self.parts, self.tr = m, parts, tr
         self.n = n = len(tr.parent)
-        self.owner = np.frombuffer(bytes(owner), dtype=np.uint8)
+        self.owner = owner
         self.depth = state_graph.depths(level_start, n)
         self.expanded = np.ones(n, dtype=bool)
         self.expanded[np.asarray(unexpanded, dtype=np.int64)] = False
-        shares = parts.call("edges", [()] * len(parts.parts))
+        shares = _each(parts, "edges")
         src, dst, pos, kind = (
             np.concatenate([np.frombuffer(e[f], dtype=t) for e in shares])
             for f, t in enumerate((np.int32, np.int32, np.uint16, np.uint8))
@@ -559,23 +654,12 @@ class ClusterGraph:
         self.pos, self.kind = pos[order], kind[order]
         self.first = np.searchsorted(self.src, np.arange(n + 1))  # edges of state i
 
-    def _each_part(self, method: str, *args) -> list:
-        return self.parts.call(method, [args] * len(self.parts.parts))
-
-    def _by_owner(self, method: str, indices) -> dict:
-        idx = np.asarray(indices, dtype=np.int64)
-        who = self.owner[idx]
-        out: dict = {}
-        for d in self.parts.call(method, [(idx[who == q].tolist(),) for q in range(len(self.parts.parts))]):
-            out.update(d)
-        return out
-
     def obligations(self, prop):
-        return state_graph.by_state(sorted(pair for lst in self._each_part("obligations", prop.name) for pair in lst))
+        return state_graph.by_state(sorted(pair for lst in _each(self.parts, "obligations", prop.name) for pair in lst))
 
     def met(self, prop, keys):
         merged: Dict[object, List[int]] = {key: [] for key in keys}
-        for d in self._each_part("met", prop.name, list(keys)):
+        for d in _each(self.parts, "met", prop.name, list(keys)):
             for key, idx in d.items():
                 merged[key].extend(idx)
         return state_graph.masks(self.n, merged)
@@ -586,14 +670,14 @@ class ClusterGraph:
 
     def fair_steps(self, indices):
         out = {}
-        for i, steps in self._by_owner("fair_steps", indices).items():
+        for i, steps in _by_owner(self.parts, self.owner, "fair_steps", indices).items():
             to = self._targets(i)
             out[i] = [(u, to.get(pos)) for pos, u in steps]
         return out
 
     def rebuild(self, i: int):
         if i not in self.tr.keys:
-            self.tr.keys.update((j, _state(w)) for j, w in self._by_owner("states", [i]).items())
+            self.tr.keys.update(_states_of(self.parts, self.owner, [i]))
         return replay.rebuild(self.m, self.tr, i)
 
     def step_to(self, s, i: int, j: int):
@@ -605,10 +689,10 @@ class ClusterGraph:
 
 
 def run(model, properties: List[str], address: str, max_violations: int = 1,
-        max_states: Optional[int] = None, time_limit: Optional[float] = None) -> Result:
+        max_states: Optional[int] = None, time_limit: Optional[float] = None, symmetry: bool = False) -> Result:
     """``tiercheck check --cluster ADDRESS``: ``local:N`` starts N worker processes here,
     anything else is a Dask scheduler address (tcp://host:8786)."""
-    parts = DaskParts(model.cfg, list(properties), address)
+    parts = DaskParts(model.cfg, list(properties), address, symmetry)
     try:
         return check(model, properties, parts, max_violations, max_states, time_limit)
     finally:

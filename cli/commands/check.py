@@ -176,10 +176,9 @@ def _simulate(args, mf, props) -> int:
 def _cluster(args, mf, model, props, toml_text) -> int:
     from tiercheck.models import cluster
 
-    for flag, value in (("--workers", args.workers), ("--symmetry", args.symmetry)):
-        if value:
-            raise UserError(f"--cluster runs one partition per Dask worker, without symmetry: drop {flag}")
-    if mf.symmetry and args.symmetry is None:
-        raise UserError("--cluster runs without symmetry: the model file asks for symmetry, add --no-symmetry")
-    res = cluster.run(model, props, args.cluster, args.all_violations, args.max_states or mf.max_states, args.time_limit)
+    if args.workers:
+        raise UserError("--cluster runs one partition per Dask worker: drop --workers")
+    symmetry = mf.symmetry if args.symmetry is None else args.symmetry
+    res = cluster.run(model, props, args.cluster, args.all_violations, args.max_states or mf.max_states,
+                      args.time_limit, symmetry)
     return _report(mf, model, res, props, args, toml_text)

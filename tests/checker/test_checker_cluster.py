@@ -27,7 +27,7 @@ def _same(a, b):
     assert (b.distinct, b.transitions, b.depth, b.complete, b.stop_reason) == (
         a.distinct, a.transitions, a.depth, a.complete, a.stop_reason)
     assert b.coverage == a.coverage
-    assert b.verdicts == a.verdicts
+    assert (b.verdicts, b.symmetry, b.notes) == (a.verdicts, a.symmetry, a.notes)
     assert b.violations.keys() == a.violations.keys()
     for name, found in a.violations.items():
         got = b.violations[name]
@@ -87,7 +87,7 @@ def test_the_gathered_graph_is_the_one_process_graph(monkeypatch):
     # Each partition keeps the edges into its own states.
     for q, p in enumerate(parts.parts):
         dst = np.frombuffer(p.edges()[1], dtype=np.int32)
-        assert len(dst) and (got.owner[dst] == q).all()
+        assert len(dst) and (np.frombuffer(bytes(got.owner), dtype=np.uint8)[dst] == q).all()
     prop = cluster.resolve_property("host_channel_fair")
     opened = one.obligations(prop)
     assert opened and got.obligations(prop) == opened
@@ -122,6 +122,35 @@ def test_a_time_limit_stops_at_a_level_end():
     assert (cut.distinct, cut.depth) == (one.distinct, 1)  # level 0 expanded, level 1 found
 
 
+@pytest.mark.parametrize(
+    "name, props, k, cut",
+    [
+        ("wt-mirror-sym4-2r", ["no_ghost", "slot_conservation", "release_safety"], 1, None),  # ranks and prefixes
+        ("wt-2r", None, 1, 100),  # rank swaps, eviction_progress not checked, cut inside a level
+        ("variants/early-return-collective", ["no_collective_hang"], 2, None),  # traces into orbits
+        ("variants/orphan-host-subtree", None, 1, None),  # no symmetry applies: a note
+    ],
+)
+def test_symmetry_gives_the_one_process_reduced_run(name, props, k, cut):
+    props = props or _props(name)
+    _c, one = explore(shipped(name), props, max_violations=k, symmetry=True, max_states=cut)
+    parts = cluster.LocalParts(_config(name), props, 3, symmetry=True)
+    _same(one, cluster.check(shipped(name), props, parts, k, max_states=cut))
+
+
+def test_symmetry_withdraws_holds_when_replicas_diverge(monkeypatch):
+    from tiercheck.models import symmetry
+
+    m = shipped("variants/release-no-consensus")
+    ident = [(tuple(range(m.pages.count)), tuple(range(len(m.pages.request_pages))))]
+    monkeypatch.setattr(symmetry, "for_model", lambda m: (symmetry.Symmetry(m, True, ident), ""))
+    props = ["rank_agreement", "no_ghost"]
+    _c, one = explore(m, props, symmetry=True)
+    got = cluster.check(m, props, cluster.LocalParts(m.cfg, props, 3, symmetry=True))
+    _same(one, got)
+    assert got.verdicts["no_ghost"] == cluster.verdicts.UNSOUND_SYMMETRY
+
+
 def test_one_partition_and_many_agree():
     props = ["release_safety", "no_ghost"]
     a, b = _local("variants/release-busy", props, 1), _local("variants/release-busy", props, 5)
@@ -142,6 +171,12 @@ def test_a_local_dask_cluster_equals_one_process():
             assert res.workers == 3
             _same(one, res)
             runs[name] = res
+        # A model file asking for symmetry: orbit representatives on the workers.
+        props = ["no_ghost", "slot_conservation"]
+        _c, one = explore(shipped("wt-mirror-sym4-2r"), props, symmetry=True)
+        res = cluster.run(shipped("wt-mirror-sym4-2r"), props, lc.scheduler_address, symmetry=True)
+        _same(one, res)
+        assert res.symmetry["factor"] > 10
     assert runs["variants/partial-backup-leak"].verdicts["rank_agreement"] == "violated"
     assert runs["wt-2r"].verdicts == dict.fromkeys(runs["wt-2r"].verdicts, "holds")
     starved = runs["seed004/wt-storage-1r"]
@@ -164,7 +199,6 @@ def test_check_cluster_local_from_the_command_line(capsys):
     "argv, needle",
     [
         (["--cluster", "local:0"], "local:N needs N in 1..64"),
-        (["--cluster", "local:2", "--symmetry"], "drop --symmetry"),
         (["--cluster", "local:2", "--workers", "2"], "drop --workers"),
     ],
 )
@@ -177,7 +211,7 @@ def test_cluster_bad_input_is_one_line_exit_2(capsys, argv, needle):
 def test_check_cluster_max_states_is_inconclusive_exit_3(capsys, monkeypatch):
     # The command line's cut and exit code (partitions in this process: the Dask path is
     # the test above).
-    monkeypatch.setattr(cluster, "DaskParts", lambda cfg, props, _address: cluster.LocalParts(cfg, props, 2))
+    monkeypatch.setattr(cluster, "DaskParts", lambda cfg, props, _address, sym: cluster.LocalParts(cfg, props, 2, sym))
     assert main(["check", "wt-2r", "--cluster", "local:2", "--max-states", "50", "--quiet"]) == 3
     out, err = capsys.readouterr()
     assert "50 distinct states" in out and "--max-states 50 reached" in err
