@@ -125,7 +125,6 @@ def test_a_time_limit_stops_at_a_level_end():
 @pytest.mark.parametrize(
     "name, props, k, cut",
     [
-        ("wt-mirror-sym4-2r", ["no_ghost", "slot_conservation", "release_safety"], 1, None),  # ranks and prefixes
         ("wt-2r", None, 1, 100),  # rank swaps, eviction_progress not checked, cut inside a level
         ("variants/early-return-collective", ["no_collective_hang"], 2, None),  # traces into orbits
         ("variants/orphan-host-subtree", None, 1, None),  # no symmetry applies: a note
@@ -171,7 +170,8 @@ def test_a_local_dask_cluster_equals_one_process():
             assert res.workers == 3
             _same(one, res)
             runs[name] = res
-        # A model file asking for symmetry: orbit representatives on the workers.
+        # A model file asking for symmetry (ranks and prefixes): orbit representatives on
+        # the workers.
         props = ["no_ghost", "slot_conservation"]
         _c, one = explore(shipped("wt-mirror-sym4-2r"), props, symmetry=True)
         res = cluster.run(shipped("wt-mirror-sym4-2r"), props, lc.scheduler_address, symmetry=True)
