@@ -33,6 +33,8 @@ Verdicts and lassos are then the one-process ones. Symmetry, ``--max-states`` an
 
 from __future__ import annotations
 
+import logging
+import pickle
 import time
 from array import array
 from typing import Dict, List, Optional
@@ -95,7 +97,10 @@ class DaskParts:
         if address.startswith("local:"):
             n = _local_size(address)
             self.cluster = LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                # Workers log their own shutdown (a heartbeat to a closed scheduler) as
+                # errors; what goes wrong in a partition reaches the driver as an exception.
+                silence_logs=logging.CRITICAL,
             )
             address = self.cluster.scheduler_address
         try:
@@ -161,9 +166,9 @@ def check(model, properties: List[str], parts, max_violations: int = 1,
         out = parts.call("expand", [(nums, set(run.open_props), max_violations) for nums in run.number(flat, orders, level)])
         run.unexpanded |= {i for _b, _h, u, _t, _c in out for i in u}
         incoming = [[] for _ in range(run.n_parts)]
-        for buckets, *_rest in out:
-            for q, b in enumerate(buckets):
-                incoming[q].extend(b)
+        for batches, *_rest in out:
+            for q, b in enumerate(batches):
+                incoming[q].append(b)
         orders = parts.call("merge", [(inc,) for inc in incoming])
         level += 1
         # Where the one-process search stops inside this level, if it does: the last
@@ -241,7 +246,7 @@ def _initial(m, n_parts: int, canon=None):
         q = part_of([rank_digest(rs) for rs in s.ranks], s.store, s.hung, s.halted, n_parts)
         incoming[q].append((len(init), wire_of(s), -1))
         init.append(s)
-    return init, incoming
+    return init, [[pickle.dumps(inc, protocol=pickle.HIGHEST_PROTOCOL)] for inc in incoming]
 
 
 class _Run:

@@ -116,12 +116,12 @@ class Partition:
 
     # -- the level steps ----------------------------------------------------------------
 
-    def merge(self, incoming) -> List[int]:
+    def merge(self, batches) -> List[int]:
         """Take the (order, wire state, action name id) triples this partition owns (name
-        id -1: an initial state); return the order keys of its new states (in the order
-        ``expand`` will number them)."""
+        id -1: an initial state), in pickled batches; return the order keys of its new
+        states (in the order ``expand`` will number them)."""
         pending, visited = self.pending, self.visited
-        for order, wire, nid in incoming:
+        for order, wire, nid in (t for batch in batches for t in pickle.loads(batch)):
             k = self._key(wire)
             if self.graph and nid >= 0:
                 self._edge(order, nid, k)
@@ -137,8 +137,10 @@ class Partition:
     def expand(self, numbers: List[int], open_props, max_hits: int):
         """Expand the states merged last, numbered ``numbers`` (aligned with what
         ``merge`` returned). Returns (buckets, hits, unexpanded indices, transitions,
-        coverage): per destination partition the (order, wire) successors; per property
-        its first ``max_hits`` (index, pos, message, wire state) here."""
+        coverage): per destination partition its (order, wire, name id) successors as one
+        pickled batch (the driver forwards it unread; Dask then ships bytes instead of
+        walking a list of tuples); per property its first ``max_hits`` (index, pos,
+        message, wire state, wire successor) here."""
         frontier = list(zip(numbers, self.pending))
         self.pending = {}
         frontier.sort()
@@ -173,7 +175,8 @@ class Partition:
             for k, h in enumerate(lst):
                 lst[k] = h[:3] + (self._wire(h[3])[0], None if h[4] is None else self._wire(h[4])[0])
         transitions, coverage = self.tally(None)
-        return buckets, hits, unexpanded, transitions, coverage
+        batches = [pickle.dumps(b, protocol=pickle.HIGHEST_PROTOCOL) for b in buckets]
+        return batches, hits, unexpanded, transitions, coverage
 
     def register(self, numbers) -> None:
         """Number the states merged last without expanding them (a cut search's last
