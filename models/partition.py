@@ -152,6 +152,7 @@ class Partition:
         hits: Dict[str, list] = {}
         unexpanded, self.last = [], []
         expand = self.expander.expand
+        wired: Dict[int, tuple] = {}  # successor key -> (wire, partition), this level
         for i, key in frontier:
             viols, expanded, steps, frees = expand(key, open_props)
             for name, msg in viols:
@@ -169,8 +170,10 @@ class Partition:
                     continue
                 for name, msg in tviols:
                     self._hit(hits, name, (i, pos, msg, key, tkey), max_hits)
-                wire, q = self._wire(tkey)
-                buckets[q].append((base | pos, wire, nid))
+                w = wired.get(tkey)
+                if w is None:
+                    w = wired[tkey] = self._wire(tkey)
+                buckets[w[1]].append((base | pos, w[0], nid))
         for lst in hits.values():
             for k, h in enumerate(lst):
                 lst[k] = h[:3] + (self._wire(h[3])[0], None if h[4] is None else self._wire(h[4])[0])
