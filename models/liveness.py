@@ -128,8 +128,9 @@ def check(m, graph, prop, limit: int = 1) -> List[Lasso]:
             for i, key in progress.first_per_state(found, limit)]
 
 
-# Members of components whose fair steps one ``graph.fair_steps`` call asks for (a
-# cluster answers each call in one round trip; one process computes them as it goes).
+# States of components whose fair steps one ``graph.fair_steps`` call asks for at most
+# (a cluster answers each call in one round trip per partition; the batch bounds what
+# is held at once).
 UNITS_BATCH = 50_000
 
 
