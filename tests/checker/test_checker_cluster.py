@@ -177,6 +177,9 @@ def test_a_local_dask_cluster_equals_one_process():
         res = cluster.run(shipped("wt-mirror-sym4-2r"), props, lc.scheduler_address, symmetry=True)
         _same(one, res)
         assert res.symmetry["factor"] > 10
+        # A cut inside a level, across worker processes.
+        _c, one = explore(shipped("wt-2r"), ["no_ghost"], max_states=100)
+        _same(one, cluster.run(shipped("wt-2r"), ["no_ghost"], lc.scheduler_address, max_states=100))
     assert runs["variants/partial-backup-leak"].verdicts["rank_agreement"] == "violated"
     assert runs["wt-2r"].verdicts == dict.fromkeys(runs["wt-2r"].verdicts, "holds")
     starved = runs["seed004/wt-storage-1r"]
