@@ -21,6 +21,7 @@ from tiercheck.models.expand import Expander
 from tiercheck.models.element_memo import ElementMemoExpander
 from tiercheck.models.footprint import MemoExpander
 from tiercheck.models.search import Search
+from tiercheck.models.state_graph import SearchGraph
 from tiercheck.spec.properties import BY_NAME
 
 from tiercheck.models.verdicts import UNCHECKED_SYMMETRY, UNSOUND_SYMMETRY  # noqa: F401 (re-exported)
@@ -58,6 +59,14 @@ class Result:
     notes: List[str] = field(default_factory=list)
     symmetry: Optional[dict] = None  # group size, represented states, reduction factor
     workers: int = 1
+
+
+def make_violation(p, message, states, actions) -> Violation:
+    return Violation(p.name, message, states, actions, kind=p.kind)
+
+
+def make_lasso(p, lasso) -> Violation:
+    return Violation(p.name, lasso.message, lasso.states, lasso.actions, lasso.loop_start, kind="liveness")
 
 
 def resolve_property(name: str):
@@ -121,10 +130,11 @@ class Checker:
         else:
             diverged = None
         canon_key = (lambda s: codec.encode(canon(s))) if canon is not None else None
-        res.violations = verdicts.safety_violations(m, search, safety, canon_key, self._violation)
-        if res.complete:
+        res.violations = verdicts.safety_violations(m, search, safety, canon_key, make_violation)
+        if res.complete and checked_graph:
+            graph = SearchGraph(m, search)
             for p in checked_graph:
-                found = verdicts.graph_violations(m, search, p, self.max_violations, self._violation, self._lasso)
+                found = verdicts.graph_violations(m, graph, p, self.max_violations, make_violation, make_lasso)
                 if found:
                     res.violations[p.name] = found
         res.verdicts = verdicts.decide(self.props, res.violations, res.complete, self.sym is not None, diverged)
@@ -143,11 +153,7 @@ class Checker:
             if self.sym is None:
                 res.notes.append(f"symmetry off: {why}")
             elif graph_props:
-                res.notes.append(
-                    "symmetry on: progress and liveness properties are not checked on the "
-                    "reduced graph (their obligations name nodes and rank 0, which the "
-                    "reduction permutes); rerun without --symmetry to check them"
-                )
+                res.notes.append(verdicts.SYMMETRY_GRAPH_NOTE)
         codec = Codec(m)
         self.codec = codec
         canon = self.sym.canonical if self.sym is not None else None
@@ -193,18 +199,8 @@ class Checker:
         res.seconds = stats.seconds
         return search, checked_graph, canon
 
-    @staticmethod
-    def _violation(p, message, states, actions) -> Violation:
-        return Violation(p.name, message, states, actions, kind=p.kind)
-
-    @staticmethod
-    def _lasso(p, lasso) -> Violation:
-        return Violation(p.name, lasso.message, lasso.states, lasso.actions, lasso.loop_start, kind="liveness")
 
     def _replicas_diverged(self) -> Optional[int]:
         """The first explored state whose replicas disagree (rank_agreement), or None."""
-        decode, fn, m = self.codec.decode, BY_NAME["rank_agreement"].fn, self.model
-        for i, k in enumerate(self.search.keys):
-            if fn(m, decode(k)):
-                return i
-        return None
+        decode = self.codec.decode
+        return verdicts.first_diverged(self.model, ((i, decode(k)) for i, k in enumerate(self.search.keys)))

@@ -85,28 +85,19 @@ class Lasso(NamedTuple):
 # --- the check ------------------------------------------------------------------------
 
 
-def check(m, search, prop, limit: int = 1) -> List[Lasso]:
+def check(m, graph, prop, limit: int = 1) -> List[Lasso]:
     """Up to ``limit`` lassos violating ``prop`` (distinct obligation states), shallowest
-    first; [] when it holds on the explored graph."""
+    first; [] when it holds on the explored graph (tiercheck.models.state_graph)."""
     lt = prop.fn
-    n = len(search.keys)
-    decode = search.codec.decode
-    src, dst, kind = graph_algo.edges(search)
-    opened: Dict[object, List[int]] = {}
+    n = graph.n
+    src, dst, kind = graph.src, graph.dst, graph.kind
     if lt.from_init:
-        opened["init"] = [i for i in range(n) if search.parent[i] < 0]
+        opened: Dict[object, List[int]] = {"init": np.flatnonzero(graph.depth == 0).tolist()}
     else:
-        for i, k in enumerate(search.keys):
-            for key in lt.opens(m, decode(k)):
-                opened.setdefault(key, []).append(i)
+        opened = graph.obligations(prop)
     if not opened:
         return []
-    met = {key: np.zeros(n, dtype=bool) for key in opened}
-    for i, k in enumerate(search.keys):
-        s = decode(k)
-        for key, arr in met.items():
-            if lt.met(m, s, key, search.frees[i]):
-                arr[i] = True
+    met = graph.met(prop, list(opened))
     names = m.action_names()
     fair_kind = np.array([fair_name(x) for x in names] + [False] * (256 - len(names)))
     # A state with no fair non-stuttering step can stutter forever: a fair end.
@@ -117,7 +108,7 @@ def check(m, search, prop, limit: int = 1) -> List[Lasso]:
     cyc_ok = np.array([x not in lt.cycle_excludes for x in names] + [False] * (256 - len(names)))
     ck = cyc_ok[kind]
     csrc, cdst = src[ck], dst[ck]
-    depth = progress.state_depths(search)
+    depth = graph.depth
     found = []
     for order, (key, holders) in enumerate(opened.items()):
         region = ~met[key]
@@ -125,7 +116,7 @@ def check(m, search, prop, limit: int = 1) -> List[Lasso]:
         if not len(seeds):
             continue
         live = graph_algo.reach(n, src, dst, seeds, region)
-        fair = _fair_states(m, search, live, csrc, cdst, has_fair_step)
+        fair = _fair_states(graph, live, csrc, cdst, has_fair_step)
         if not fair.any():
             continue
         # Obligation states from which a fair component is reachable inside the region.
@@ -133,13 +124,19 @@ def check(m, search, prop, limit: int = 1) -> List[Lasso]:
         for i in holders:
             if live[i] and back[i]:
                 found.append((int(depth[i]), order, i, key))
-    return [_lasso(m, search, prop, i, key, met[key], (src, dst), (csrc, cdst), has_fair_step)
-           for i, key in progress.first_per_state(found, limit)]
+    return [_lasso(m, graph, prop, i, key, met[key], (src, dst), (csrc, cdst), has_fair_step)
+            for i, key in progress.first_per_state(found, limit)]
 
 
-def _fair_states(m, search, live, src, dst, has_fair_step) -> np.ndarray:
+# States of components whose fair steps one ``graph.fair_steps`` call asks for at most
+# (a cluster answers each call in one round trip per partition; the batch bounds what
+# is held at once).
+UNITS_BATCH = 50_000
+
+
+def _fair_states(graph, live, src, dst, has_fair_step) -> np.ndarray:
     """Mask of the states (inside ``live``) that lie in a fair component of ``live``."""
-    n = len(search.keys)
+    n = graph.n
     inside = live[src] & live[dst]
     s_in, d_in = src[inside], dst[inside]
     _count, label = graph_algo.scc_labels(n, s_in, d_in)
@@ -153,37 +150,37 @@ def _fair_states(m, search, live, src, dst, has_fair_step) -> np.ndarray:
     single = live & ~comp_nontrivial[label]
     # A lone state with nothing fair left to do stutters forever: a fair end. States cut
     # off by Model.constraint were never expanded: their future is unknown, not quiet.
-    expanded = np.frombuffer(bytes(search.expanded), dtype=np.uint8).astype(bool)
-    out |= single & ~has_fair_step & expanded
-    for c in np.unique(label[live & comp_nontrivial[label]]).tolist():
-        members = np.flatnonzero((label == c) & live)
-        if _component_fair(m, search, set(members.tolist())):
-            out[members] = True
+    out |= single & ~has_fair_step & graph.expanded
+    comps = [np.flatnonzero((label == c) & live) for c in np.unique(label[live & comp_nontrivial[label]]).tolist()]
+    batch: list = []
+    size = 0
+    for k, members in enumerate(comps):
+        batch.append(members)
+        size += len(members)
+        if k + 1 < len(comps) and size < UNITS_BATCH:
+            continue
+        info = graph.fair_steps(np.concatenate(batch).tolist())
+        for mem in batch:
+            if _component_fair(info, set(mem.tolist())):
+                out[mem] = True
+        batch, size = [], 0
     return out
 
 
-def _units(m, search, i):
-    """(enabled fair units, {unit: [successor index, ...]}) of state ``i``."""
-    s = search.codec.decode(search.keys[i])
+def _units(steps):
+    """(enabled fair units, {unit: [successor index, ...]}) of a state's fair steps."""
     enabled, taken = set(), {}
-    for a in m.actions(s):
-        u = fair_unit(a)
-        if u is None:
-            continue
-        t = ACTION_SPECS[a.name].effect(m, s, a)
-        if t == s:
-            continue
+    for u, j in steps:
         enabled.add(u)
-        j = search.index.get(search.codec.encode(t))
         taken.setdefault(u, []).append(j)
     return enabled, taken
 
 
-def _component_fair(m, search, members: set) -> bool:
+def _component_fair(info, members: set) -> bool:
     everywhere = None
     somewhere, inside = set(), set()
     for i in members:
-        enabled, taken = _units(m, search, i)
+        enabled, taken = _units(info[i])
         somewhere |= enabled
         everywhere = set(enabled) if everywhere is None else everywhere & enabled
         for u, js in taken.items():
@@ -195,16 +192,16 @@ def _component_fair(m, search, members: set) -> bool:
 # --- building the lasso -------------------------------------------------------------------
 
 
-def _lasso(m, search, prop, i, key, met, edges, cycle_edges, has_fair_step) -> Lasso:
-    n = len(search.keys)
+def _lasso(m, graph, prop, i, key, met, edges, cycle_edges, has_fair_step) -> Lasso:
+    n = graph.n
     src, dst = edges
     csrc, cdst = cycle_edges
     region = ~met
     live = graph_algo.reach(n, src, dst, [i], region)
-    fair = _fair_states(m, search, live, csrc, cdst, has_fair_step)
+    fair = _fair_states(graph, live, csrc, cdst, has_fair_step)
     # Prefer ending in a quiescent state (no fair step left: it stutters forever, e.g. a
     # re-hit whose backup is rejected again and again) over a longer cycle.
-    quiet = fair & ~has_fair_step & (np.frombuffer(bytes(search.expanded), dtype=np.uint8) > 0)
+    quiet = fair & ~has_fair_step & graph.expanded
     path = graph_algo.shortest_path(n, src, dst, i, quiet, live) if quiet.any() else None
     if path is None:
         path = graph_algo.shortest_path(n, src, dst, i, fair, live)
@@ -212,11 +209,12 @@ def _lasso(m, search, prop, i, key, met, edges, cycle_edges, has_fair_step) -> L
     inside = live[csrc] & live[cdst]
     _c, label = graph_algo.scc_labels(n, csrc[inside], cdst[inside])
     comp = np.flatnonzero((label == label[entry]) & live)
-    cycle = [entry] if quiet[entry] else _cycle(m, search, entry, set(comp.tolist()), csrc, cdst)
-    states, actions = replay.rebuild(m, search, i)
-    s = states[-1]
+    cycle = [entry] if quiet[entry] else _cycle(graph, entry, set(comp.tolist()), csrc, cdst)
+    states, actions = graph.rebuild(i)
+    s, at = states[-1], i
     for j in path[1:] + cycle[1:]:
-        a, s = _step_to(m, search, s, j)
+        a, s = graph.step_to(s, at, j)
+        at = j
         actions.append(a)
         states.append(s)
     loop_start = len(states) - len(cycle)
@@ -238,16 +236,17 @@ def _lasso(m, search, prop, i, key, met, edges, cycle_edges, has_fair_step) -> L
     return Lasso(msg, states, actions, loop_start, key)
 
 
-def _cycle(m, search, entry: int, comp: set, src, dst) -> List[int]:
+def _cycle(graph, entry: int, comp: set, src, dst) -> List[int]:
     """State indices of a fair cycle through ``entry`` inside component ``comp``: for every
     fair unit enabled somewhere in it, the cycle visits a state where the unit is disabled
     or takes one of its edges. Returns [entry, ..., entry] ([entry] for a lone state)."""
     if len(comp) == 1:
         return [entry]
-    n = len(search.keys)
+    n = graph.n
     mask = np.zeros(n, dtype=bool)
     mask[list(comp)] = True
-    info = {i: _units(m, search, i) for i in sorted(comp)}
+    steps = graph.fair_steps(sorted(comp))
+    info = {i: _units(steps[i]) for i in sorted(comp)}
     units = sorted({u for en, _t in info.values() for u in en}, key=repr)
     waypoints = []  # (state to reach, successor to step to or None)
     for u in units:
@@ -280,16 +279,6 @@ def _one(n: int, i: int) -> np.ndarray:
     t = np.zeros(n, dtype=bool)
     t[i] = True
     return t
-
-
-def _step_to(m, search, s, j: int):
-    """The first action of concrete state ``s`` whose successor is state ``j``."""
-    target = search.keys[j]
-    for a in m.actions(s):
-        t = ACTION_SPECS[a.name].effect(m, s, a)
-        if t != s and search.codec.encode(t) == target:
-            return a, t
-    raise RuntimeError("liveness: no step between consecutive lasso states")
 
 
 def _stutter_action(m, s, key) -> Optional[object]:

@@ -15,40 +15,23 @@ import numpy as np
 from tiercheck.models import graph_algo
 
 
-def state_depths(search) -> np.ndarray:
-    n = len(search.keys)
-    starts = np.asarray(search.level_start + [n], dtype=np.int64)
-    return np.searchsorted(starts, np.arange(n), side="right") - 1
-
-
-def check(m, search, prop, limit: int = 1) -> List[Tuple[int, object]]:
+def check(m, graph, prop, limit: int = 1) -> List[Tuple[int, object]]:
     """Up to ``limit`` (state index, obligation key) pairs from which no allowed path meets
-    the obligation, shallowest first (ties: first obligation met, then lowest index)."""
+    the obligation, shallowest first (ties: first obligation met, then lowest index).
+    ``graph``: the explored graph (tiercheck.models.state_graph)."""
     spec = prop.fn
-    n = len(search.keys)
+    n = graph.n
     names = m.action_names()
     allowed = np.array([bool(spec.step(m.action_kind(x), x)) for x in names] + [False] * (256 - len(names)))
-    src, dst, kind = graph_algo.edges(search)
-    keep = allowed[kind]
+    keep = allowed[graph.kind]
     # Backward reachability: walk reversed allowed edges from the states that meet it.
-    rsrc, rdst = dst[keep], src[keep]
-    decode = search.codec.decode
-    frees = search.frees
-    pending = {}
-    for i, k in enumerate(search.keys):
-        for key in spec.obligations(m, decode(k)):
-            pending.setdefault(key, []).append(i)
-    met = {key: [] for key in pending}
-    if pending:
-        for i, k in enumerate(search.keys):
-            s = decode(k)
-            for key, lst in met.items():
-                if spec.met(m, s, key, frees[i]):
-                    lst.append(i)
-    depth = state_depths(search)
+    rsrc, rdst = graph.dst[keep], graph.src[keep]
+    pending = graph.obligations(prop)
+    met = graph.met(prop, list(pending))
+    depth = graph.depth
     found = []
     for order, (key, holders) in enumerate(pending.items()):
-        good = graph_algo.reach(n, rsrc, rdst, met[key])
+        good = graph_algo.reach(n, rsrc, rdst, np.flatnonzero(met[key]))
         for i in holders:
             if not good[i]:
                 found.append((int(depth[i]), order, i, key))

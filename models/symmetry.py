@@ -370,8 +370,11 @@ class Symmetry:
 
     def report(self, search) -> dict:
         decode = search.codec.decode
-        represented = sum(self.orbit_size(decode(k)) for k in search.keys)
-        explored = len(search.keys)
+        return self.summary(len(search.keys), sum(self.orbit_size(decode(k)) for k in search.keys))
+
+    def summary(self, explored: int, represented: int) -> dict:
+        """The report of a reduced run: ``explored`` representatives standing for
+        ``represented`` states."""
         return {
             "group": self.describe(),
             "group_size": self.size,

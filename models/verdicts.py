@@ -8,9 +8,15 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from tiercheck.models import liveness, progress, replay
+from tiercheck.spec.properties import BY_NAME
 
 UNCHECKED_SYMMETRY = "not checked (symmetry)"
 UNSOUND_SYMMETRY = "unknown (symmetry unsound: replicas diverged)"
+SYMMETRY_GRAPH_NOTE = (
+    "symmetry on: progress and liveness properties are not checked on the "
+    "reduced graph (their obligations name nodes and rank 0, which the "
+    "reduction permutes); rerun without --symmetry to check them"
+)
 
 
 def safety_violations(m, search, safety, canon_key, make) -> Dict[str, list]:
@@ -30,16 +36,17 @@ def safety_violations(m, search, safety, canon_key, make) -> Dict[str, list]:
     return out
 
 
-def graph_violations(m, search, p, limit: int, make, make_lasso) -> list:
-    """Counterexamples of one progress or liveness property on the explored graph."""
+def graph_violations(m, graph, p, limit: int, make, make_lasso) -> list:
+    """Counterexamples of one progress or liveness property on the explored graph
+    (tiercheck.models.state_graph)."""
     if p.kind == "progress":
         out = []
-        for i, key in progress.check(m, search, p, limit):
-            states, actions = replay.rebuild(m, search, i)
+        for i, key in progress.check(m, graph, p, limit):
+            states, actions = graph.rebuild(i)
             name = m.name(key) if isinstance(key, int) else key
             out.append(make(p, p.fn.describe.format(key=name), states, actions))
         return out
-    return [make_lasso(p, lasso) for lasso in liveness.check(m, search, p, limit)]
+    return [make_lasso(p, lasso) for lasso in liveness.check(m, graph, p, limit)]
 
 
 def decide(props, violations, complete: bool, symmetry: bool, diverged: Optional[int]) -> Dict[str, str]:
@@ -63,6 +70,13 @@ def decide(props, violations, complete: bool, symmetry: bool, diverged: Optional
     return verdicts
 
 
+def first_diverged(m, states) -> Optional[int]:
+    """The index of the first of ``states`` ((index, state) pairs, in index order) whose
+    replicas disagree (rank_agreement fails), or None."""
+    fn = BY_NAME["rank_agreement"].fn
+    return next((i for i, s in states if fn(m, s)), None)
+
+
 def diverged_note(diverged: int) -> str:
     return (
         f"symmetry unsound here: replicas diverge in explored state {diverged} (rank "
@@ -71,4 +85,7 @@ def diverged_note(diverged: int) -> str:
     )
 
 
-__all__: List[str] = ["UNCHECKED_SYMMETRY", "UNSOUND_SYMMETRY", "safety_violations", "graph_violations", "decide", "diverged_note"]
+__all__: List[str] = [
+    "UNCHECKED_SYMMETRY", "UNSOUND_SYMMETRY", "SYMMETRY_GRAPH_NOTE", "safety_violations", "graph_violations", "decide",
+    "first_diverged", "diverged_note",
+]

@@ -75,8 +75,8 @@ def add_arguments(p):
         "--cluster",
         metavar="ADDRESS",
         help="partition the states over a Dask cluster: local:N starts N worker processes here, or a "
-        "scheduler address (tcp://HOST:8786); same counts, verdicts and traces (safety properties; "
-        "needs the cluster extra)",
+        "scheduler address (tcp://HOST:8786); same counts, verdicts, traces and lassos as one "
+        "process (needs the cluster extra)",
     )
 
 
@@ -130,7 +130,11 @@ def run(args) -> int:
         max_memory=args.max_memory or default_budget(),
         engine=args.engine,
     )
-    res = checker.run()
+    return _report(mf, model, checker.run(), props, args, toml_text)
+
+
+def _report(mf, model, res, props, args, toml_text) -> int:
+    """Print a search's summary and counterexamples; the exit code."""
     out = sys.stdout
     check_report.summary(mf, model, res, props, args.coverage, out)
     check_report.counterexamples(model, res, toml_text, args.out, out)
@@ -140,8 +144,6 @@ def run(args) -> int:
         print(f"inconclusive: {res.stop_reason} (exit {exits.INCONCLUSIVE})", file=sys.stderr)
         return exits.INCONCLUSIVE
     return exits.OK
-
-
 
 
 def _simulate(args, mf, props) -> int:
@@ -169,16 +171,14 @@ def _simulate(args, mf, props) -> int:
         return exits.FOUND
     print(f"inconclusive: random walks found no violation (seed {seed}; exit {exits.INCONCLUSIVE})", file=sys.stderr)
     return exits.INCONCLUSIVE
+
+
 def _cluster(args, mf, model, props, toml_text) -> int:
     from tiercheck.models import cluster
 
-    for flag, value in (("--max-states", args.max_states or mf.max_states), ("--time-limit", args.time_limit),
-                        ("--workers", args.workers), ("--symmetry", args.symmetry)):
-        if value:
-            raise UserError(f"--cluster explores every state in full: drop {flag} (or [check] in the model file)")
-    if mf.symmetry and args.symmetry is None:
-        raise UserError("--cluster explores every state: the model file asks for symmetry, add --no-symmetry")
-    res = cluster.run(model, props, args.cluster, args.all_violations)
-    check_report.summary(mf, model, res, props, args.coverage, sys.stdout)
-    check_report.counterexamples(model, res, toml_text, args.out, sys.stdout)
-    return exits.FOUND if res.violations else exits.OK
+    if args.workers:
+        raise UserError("--cluster runs one partition per Dask worker: drop --workers")
+    symmetry = mf.symmetry if args.symmetry is None else args.symmetry
+    res = cluster.run(model, props, args.cluster, args.all_violations, args.max_states or mf.max_states,
+                      args.time_limit, symmetry)
+    return _report(mf, model, res, props, args, toml_text)
