@@ -178,6 +178,10 @@ def _cluster(args, mf, model, props, toml_text) -> int:
 
     if args.workers:
         raise UserError("--cluster runs one partition per Dask worker: drop --workers")
+    if args.max_memory:
+        # Each partition lives in its own Dask worker, whose memory Dask bounds.
+        raise UserError("--max-memory bounds one machine's search; in --cluster mode give the Dask workers "
+                        "--memory-limit instead: drop --max-memory")
     symmetry = mf.symmetry if args.symmetry is None else args.symmetry
     res = cluster.run(model, props, args.cluster, args.all_violations, args.max_states or mf.max_states,
                       args.time_limit, symmetry)

@@ -203,6 +203,7 @@ def test_check_cluster_local_from_the_command_line(capsys):
     [
         (["--cluster", "local:0"], "local:N needs N in 1..64"),
         (["--cluster", "local:2", "--workers", "2"], "drop --workers"),
+        (["--cluster", "local:2", "--max-memory", "1G"], "drop --max-memory"),
     ],
 )
 def test_cluster_bad_input_is_one_line_exit_2(capsys, argv, needle):
