@@ -71,6 +71,8 @@ def _config(su, model, n_ranks, paths) -> Config:
         page_size=2 if val(cfg.paged) else 1,
         durable_capacity=val(cfg.durable_capacity),
         refresh_rounds=val(cfg.refresh_rounds),
+        cp_planner=val(cfg.cp),
+        cp_lanes=val(cfg.cp_lanes),
         max_lock=1 << 30,
         variants=cfg.variants,
     )
@@ -167,6 +169,8 @@ def _config_dict(cfg: Config) -> Dict:
         "durable_capacity": cfg.durable_capacity,
         "page_size": cfg.page_size,
         "refresh_rounds": cfg.refresh_rounds,
+        "cp_planner": cfg.cp_planner,
+        "cp_lanes": cfg.cp_lanes,
         "variants": sorted(cfg.variants),
     }
 
@@ -238,7 +242,7 @@ def format_cti(cti: Dict) -> List[str]:
         f"{' '.join(feats) or 'no features'}; faults {c['faults'] or '-'}; host_free_target "
         f"{c['host_free_target']}, fail_close_after {c['fail_close_after']}; variants {c['variants'] or '-'}"
         + "".join(f"; {k} {c[k]}" for k in ("page_size", "victim_order", "prefetch_stop", "durable_capacity",
-                                           "refresh_rounds") if k in c)
+                                           "refresh_rounds", "cp_planner", "cp_lanes") if k in c)
     )
     if "forest" in cti:
         f = cti["forest"]
