@@ -23,6 +23,7 @@ from ..spec.prefetch_end import tracks_flags
 from ..spec.properties import BY_NAME as SPEC_PROPERTIES
 from ..spec.state import DEV_NAMES, HOST_NAMES, live_nodes
 from .config import FLAGS
+from .encode.cp_planner import order_into_state
 from .sym import const, model_value
 from .translate import rv_values, values_to_state
 from .universe import token_paths
@@ -111,6 +112,7 @@ def extract(su, model, target: str, action: str) -> Dict:
         out["explicit"] = _explicit_invariant(m, target, post)
         return out
     pre = values_to_state(pre_vals, hung(su.pre), halted(su.pre), req_of_end, tracks_flags(cfg))
+    pre = order_into_state(su.ctx, lambda x: model_value(model, const(x)), reps, pre)  # the CP planner's order
     a = _action(su, model, reps, seen, m)
     out.update(step=str(a), action_json=a.to_json(), pre=render_state(m, pre), post=render_state(m, post))
     out["explicit"] = replay(m, pre, a, post, target)
@@ -128,7 +130,10 @@ def replay(m, pre, a, post, target) -> Dict:
     if t is None:
         res["successor"] = "explicit spec: action not enabled"
         return res
-    res["successor"] = "same" if t == post else "differs"
+    # the access orders are not encoded state (encode.host_eviction.victim_keys,
+    # encode.cp_planner.planner_keys): the successor is compared without them
+    orders = lambda st: st._replace(ranks=tuple(r._replace(clock=(), lru=()) for r in st.ranks))
+    res["successor"] = "same" if orders(t) == orders(post) else "differs"
     prop = SPEC_PROPERTIES.get(target)
     if prop is not None:
         try:

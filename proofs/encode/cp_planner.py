@@ -248,6 +248,25 @@ def load_keys(ctx):
     return memo["_cp_keys"]
 
 
+def order_into_state(ctx, value, reps, state):
+    """A CTI's pre-state with the order its load_back's planner saw (``value``: a term's
+    value in the z3 model; ``reps``: a rank handle per rank of ``state``): each rank's
+    clock under planner-local-tiebreak, the replicated LRU order under victim_order =
+    "lru"; live node ends by (key, end page), so the explicit spec replays the same plan."""
+    keys = ctx.__dict__.get("_cp_keys")
+    if keys is None or ctx.planner_order is not None:
+        return state
+    field = "clock" if ctx.cfg.has(TIEBREAK) else ("lru" if value(ctx.cfg.lru) else None)
+    if field is None:
+        return state
+    ranks = []
+    for h, rs in zip(reps, state.ranks):
+        key = [value(x) for x in keys(h)]
+        order = tuple(sorted((e for e, n in enumerate(rs.nodes) if n is not None), key=lambda e: (key[e], e)))
+        ranks.append(rs._replace(**{field: order}))
+    return state._replace(ranks=tuple(ranks))
+
+
 # --- local_access ----------------------------------------------------------------------
 
 
