@@ -115,6 +115,8 @@ def insert_lanes_fit(ctx, rv: RV, q):
     """write_path._lanes_fit: with more than one lane, each lane has room for the pages
     insert(q) takes (the request's pages not cached, or cached in an evicted node)."""
     k, uni = ctx.k, ctx.uni
+    if py(ctx.cfg.cp_lanes) == 1:
+        return True
     taken = [and_(uni.anc_sym(p, q), or_(rv.own[p] < 0, eq(sel(rv.dev, rv.own[p]), ABSENT))) for p in range(k)]
     return or_(eq(ctx.cfg.cp_lanes, 1), lanes_fit(ctx, rv, taken, sum_([ite(t, 1, 0) for t in taken])))
 
@@ -233,6 +235,8 @@ def load_room(ctx, rv: RV, e, chain, total, key):
     pages = [or_(*(and_(eq(rv.own[p], x), chain[x]) for x in range(ctx.k))) for p in range(ctx.k)]
     rem = deficits(ctx, rv, pages, total)
     short = or_(*(d > 0 for d in rem))
+    if py(ctx.cfg.cp) is False:
+        return not_(short), rv  # no planner: the chain must fit as the pool is
     ok, planned = plan(ctx, rv, e, rem, key)
     evict = and_(ctx.cfg.cp, short)
     after = evict_victims(ctx, rv, [and_(evict, ok, x) for x in planned])
