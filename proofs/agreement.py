@@ -58,31 +58,51 @@ def lift(ctx, m: Model, s) -> SState:
     return SState(space, rank_fn, conc.hung, conc.halted)
 
 
+def _positions(ctx, s, field, missing=None):
+    """Per rank handle, each page's position in the rank's ``field`` order (``missing``
+    where it has none; default: after every entry)."""
+    rows = []
+    for rs in s.ranks:
+        order = getattr(rs, field)
+        pos = {e: i for i, e in enumerate(order)}
+        rows.append([pos.get(p, len(order) if missing is None else missing) for p in range(len(rs.owner))])
+    if not ctx.space.symbolic:
+        return lambda h: rows[h]
+
+    def at(h):
+        out = rows[-1]
+        for r in range(len(rows) - 2, -1, -1):
+            out = [z3.If(h == ctx.space.closed[r], a, b) for a, b in zip(rows[r], out)]
+        return out
+
+    return at
+
+
 def bind_lru(ctx, m: Model, s) -> None:
     """The victim keys of ``s`` (encode.host_eviction.victim_keys): each rank's position
-    of every node in its LRU order (its clock order under lru-local-clock)."""
+    of every node in its LRU order (its clock order under lru-local-clock); and the CP
+    planner's (bind_planner)."""
+    bind_planner(ctx, m, s)
     if not m.cfg.lru:
         return
+    ctx.lru_positions = _positions(ctx, s, "clock" if m.cfg.has("lru-local-clock") else "lru")
+    ctx.clock_positions = _positions(ctx, s, "clock", -1)
 
-    def positions(field):
-        rows = []
-        for rs in s.ranks:
-            order = getattr(rs, field)
-            pos = {e: i for i, e in enumerate(order)}
-            rows.append([pos.get(p, len(order)) for p in range(len(rs.owner))])
-        if not ctx.space.symbolic:
-            return lambda h: rows[h]
 
-        def at(h):
-            out = rows[-1]
-            for r in range(len(rows) - 2, -1, -1):
-                out = [z3.If(h == ctx.space.closed[r], a, b) for a, b in zip(rows[r], out)]
-            return out
-
-        return at
-
-    ctx.lru_positions = positions("clock" if m.cfg.has("lru-local-clock") else "lru")
-    ctx.clock_positions = positions("clock")
+def bind_planner(ctx, m: Model, s) -> None:
+    """The CP planner's order keys of ``s`` (encode.cp_planner.planner_keys), as
+    spec/cp_planner.plan_victims takes them: the rank's clock position (-1: none) under
+    planner-local-tiebreak, the replicated LRU position under victim_order = "lru",
+    else none (the end page decides); and each rank's clock (local_access)."""
+    if not m.cfg.cp_planner:
+        return
+    ctx.clock_positions = _positions(ctx, s, "clock", -1)
+    if m.cfg.has("planner-local-tiebreak"):
+        ctx.planner_order = ctx.clock_positions
+    elif m.cfg.lru:
+        ctx.planner_order = _positions(ctx, s, "lru")
+    else:
+        ctx.planner_order = lambda h: [0] * len(m.pages.parent)
 
 
 def bind_dlru(ctx, m: Model, s) -> None:

@@ -26,8 +26,11 @@ FLAGS = (
     "revoke",  # prefetch_revoke (the scheduler revokes an in-flight prefetch)
     "read_fail",  # prefetch_read_fail (a rank's read fails midway: mark_terminate)
     "request_locks",  # running requests lock their device match (lock_request / unlock_request)
+    "cp",  # cp_planner: load_back plans its device victims (seed 004's owner-lane planner)
 )
-INTS = ("device_pages", "host_pages", "host_free_target", "fail_close_after", "durable_capacity", "refresh_rounds")
+INTS = ("device_pages", "host_pages", "host_free_target", "fail_close_after", "durable_capacity", "refresh_rounds",
+        "cp_lanes")
+CP_LANES_MAX = 8  # spec/config.py cp_lanes bounds
 
 
 @dataclass
@@ -50,12 +53,14 @@ class ProofConfig:
     revoke: object
     read_fail: object
     request_locks: object
+    cp: object
     device_pages: object
     host_pages: object
     host_free_target: object
     fail_close_after: object
     durable_capacity: object
     refresh_rounds: object
+    cp_lanes: object
     digest_bits: int = 16
     variants: frozenset = frozenset()
     symbolic: bool = False
@@ -86,6 +91,8 @@ class ProofConfig:
             const(self.fail_close_after) >= 1,
             const(self.durable_capacity) >= 0,
             const(self.refresh_rounds) >= 0,
+            const(self.cp_lanes) >= 1,
+            const(self.cp_lanes) <= CP_LANES_MAX,
         ]
 
     @staticmethod
@@ -119,12 +126,14 @@ class ProofConfig:
             revoke=cfg.prefetch_revoke,
             read_fail=cfg.prefetch_read_fail,
             request_locks=cfg.request_locks,
+            cp=cfg.cp_planner,
             device_pages=cfg.device_pages,
             host_pages=cfg.host_pages,
             host_free_target=cfg.host_free_target,
             fail_close_after=cfg.fail_close_after,
             durable_capacity=cfg.durable_capacity,
             refresh_rounds=cfg.refresh_rounds,
+            cp_lanes=cfg.cp_lanes,
             digest_bits=cfg.digest_bits,
             variants=frozenset(cfg.variants),
             symbolic=False,

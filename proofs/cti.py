@@ -23,6 +23,7 @@ from ..spec.prefetch_end import tracks_flags
 from ..spec.properties import BY_NAME as SPEC_PROPERTIES
 from ..spec.state import DEV_NAMES, HOST_NAMES, live_nodes
 from .config import FLAGS
+from .encode.cp_planner import order_into_state
 from .sym import const, model_value
 from .translate import rv_values, values_to_state
 from .universe import token_paths
@@ -71,6 +72,8 @@ def _config(su, model, n_ranks, paths) -> Config:
         page_size=2 if val(cfg.paged) else 1,
         durable_capacity=val(cfg.durable_capacity),
         refresh_rounds=val(cfg.refresh_rounds),
+        cp_planner=val(cfg.cp),
+        cp_lanes=val(cfg.cp_lanes),
         max_lock=1 << 30,
         variants=cfg.variants,
     )
@@ -109,6 +112,7 @@ def extract(su, model, target: str, action: str) -> Dict:
         out["explicit"] = _explicit_invariant(m, target, post)
         return out
     pre = values_to_state(pre_vals, hung(su.pre), halted(su.pre), req_of_end, tracks_flags(cfg))
+    pre = order_into_state(su.ctx, lambda x: model_value(model, const(x)), reps, pre)  # the CP planner's order
     a = _action(su, model, reps, seen, m)
     out.update(step=str(a), action_json=a.to_json(), pre=render_state(m, pre), post=render_state(m, post))
     out["explicit"] = replay(m, pre, a, post, target)
@@ -126,7 +130,10 @@ def replay(m, pre, a, post, target) -> Dict:
     if t is None:
         res["successor"] = "explicit spec: action not enabled"
         return res
-    res["successor"] = "same" if t == post else "differs"
+    # the access orders are not encoded state (encode.host_eviction.victim_keys,
+    # encode.cp_planner.planner_keys): the successor is compared without them
+    orders = lambda st: st._replace(ranks=tuple(r._replace(clock=(), lru=()) for r in st.ranks))
+    res["successor"] = "same" if orders(t) == orders(post) else "differs"
     prop = SPEC_PROPERTIES.get(target)
     if prop is not None:
         try:
@@ -167,6 +174,8 @@ def _config_dict(cfg: Config) -> Dict:
         "durable_capacity": cfg.durable_capacity,
         "page_size": cfg.page_size,
         "refresh_rounds": cfg.refresh_rounds,
+        "cp_planner": cfg.cp_planner,
+        "cp_lanes": cfg.cp_lanes,
         "variants": sorted(cfg.variants),
     }
 
@@ -238,7 +247,7 @@ def format_cti(cti: Dict) -> List[str]:
         f"{' '.join(feats) or 'no features'}; faults {c['faults'] or '-'}; host_free_target "
         f"{c['host_free_target']}, fail_close_after {c['fail_close_after']}; variants {c['variants'] or '-'}"
         + "".join(f"; {k} {c[k]}" for k in ("page_size", "victim_order", "prefetch_stop", "durable_capacity",
-                                           "refresh_rounds") if k in c)
+                                           "refresh_rounds", "cp_planner", "cp_lanes") if k in c)
     )
     if "forest" in cti:
         f = cti["forest"]

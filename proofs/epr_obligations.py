@@ -40,11 +40,13 @@ class UCtx:
         self.multi = z3.Bool("multi")  # more than one rank (any number of ranks: free)
 
 
+# load_back stays bounded: under cp_planner it evicts the planner's device victims, which
+# the page-sorted load_back does not model (proofs/encode/cp_planner.py is bounded).
+COVERED_ACTIONS = tuple(a for a in UACTIONS if a != "load_back")
+
+
 def covered(target: str, action: str) -> bool:
-    return action in UACTIONS and target in UACTIONS[action].targets
-
-
-COVERED_ACTIONS = tuple(UACTIONS)
+    return action in COVERED_ACTIONS and target in UACTIONS[action].targets
 
 
 class USetup(NamedTuple):

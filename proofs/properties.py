@@ -262,6 +262,33 @@ def locked_never_evicted(ctx, s, name, t):
     return [Every(per_rank)]
 
 
+# --- planner determinism (seed 004's CP load-back planner) --------------------------------
+
+
+def planner_determinism(ctx, s, name, t):
+    """A load_back from identical replicas drops the same device copies on every rank.
+    In the symbolic pre-state the replicas are identical exactly in the "agree" case
+    (proofs.obligations.setup; the "diverged" one asserts some rank differs, where the
+    property says nothing); on concrete states it is computed."""
+    if name != "load_back":
+        return []
+    space = s.space
+    if space.symbolic and not space.closed:
+        if not ctx.replicas_agree:
+            return []
+        same = True
+    else:
+        r0 = s.rank(space.r0)
+        same = space.all(lambda h: replica_same(ctx, s.rank(h), r0))
+
+    def dropped(h, e):
+        rs, rt = s.rank(h), t.rank(h)
+        return and_(live(rs, e), eq(rs.dev[e], RESIDENT), or_(not_(live(rt, e)), eq(rt.dev[e], ABSENT)))
+
+    cond = and_(ctx.cfg.cp, same)
+    return [Every(lambda h: implies(cond, and_(*(eq(dropped(h, e), dropped(space.r0, e)) for e in range(ctx.k)))))]
+
+
 # --- beyond the list ----------------------------------------------------------------------
 
 
@@ -282,6 +309,7 @@ PROPERTIES: Dict[str, Encoded] = {
         Encoded("locked_never_evicted", "transition", locked_never_evicted, SPEC_PROPERTIES["locked_never_evicted"].doc),
         Encoded("no_collective_hang", "invariant", no_collective_hang, SPEC_PROPERTIES["no_collective_hang"].doc),
         Encoded("prefix_closed", "invariant", prefix_closed, SPEC_PROPERTIES["prefix_closed"].doc),
+        Encoded("planner_determinism", "transition", planner_determinism, SPEC_PROPERTIES["planner_determinism"].doc),
     ]
 }
 

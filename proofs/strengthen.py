@@ -173,8 +173,14 @@ def load_queue(ctx, s, h, rv):
                 _aligned(ctx, rv, start, end, p), eq(sel(rv.dev, rv.own[p]), LOADING))),
         )
 
+    # and conversely every page of a LOADING node is in an entry's chain (so the node is
+    # locked by lock_accounting: the CP planner never picks it)
+    covered = and_(*(implies(and_(rv.own[p] >= 0, eq(sel(rv.dev, rv.own[p]), LOADING)),
+                             or_(*(and_(rv.lq.valid(i), ctx.uni.in_chain(it[0], it[1], p))
+                                   for i, it in enumerate(rv.lq.items))))
+                     for p in range(ctx.k)))
     return and_(rv.ldone >= 0, le(rv.ldone, rv.lq.n), le(rv.lq.n, rv.lq.cap), _list_entries(rv.lq, entry),
-                _disjoint(ctx, rv.lq))
+                _disjoint(ctx, rv.lq), covered)
 
 
 def backup_queue(ctx, s, h, rv):
@@ -361,7 +367,8 @@ STRENGTHENING: Dict[str, Strengthening] = {
                       "D->H copies cover whole nodes, pairwise disjoint, and every page under one is in a node "
                       "whose host copy is WRITING"),
         Strengthening("load_queue", _every(load_queue),
-                      "H->D copies cover whole LOADING nodes, pairwise disjoint, each anchored at a live node"),
+                      "H->D copies cover whole LOADING nodes, pairwise disjoint, each anchored at a live node; "
+                      "every page of a LOADING node is under one"),
         Strengthening("backup_queue", _every(backup_queue),
                       "H->L3 backups (until drained) cover whole host-resident nodes, at most one per page"),
         Strengthening("storage_acks", _every(storage_acks),

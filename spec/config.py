@@ -69,10 +69,10 @@ class Config:
     duplicate_reclaim: bool = constant(False, "seed 001's duplicate reclaim", twin="DuplicateReclaim")
     single_writer: bool = constant(False, "only rank 0 writes to storage", twin="SingleWriter")
     # Context-parallel load-back planner (seed 004 header): load_back plans its evictions.
-    cp_planner: bool = constant(False, "seed 004's CP load-back planner", twin="CpPlanner", proofs=False)
+    cp_planner: bool = constant(False, "seed 004's CP load-back planner", twin="CpPlanner")
     # Owner lanes of the CP device pool (seed 004): a page's lane is its path position mod
     # cp_lanes; the planner covers a per-lane deficit (spec/cp_planner.py).
-    cp_lanes: int = constant(1, "CP owner lanes of the device pool", twin="CpLanes", proofs=False,
+    cp_lanes: int = constant(1, "CP owner lanes of the device pool", twin="CpLanes",
                              symmetry=False, bounds=(1, 8))
     faults: frozenset = constant(frozenset(), "environment faults (FAULTS)", twin="Faults")
     # Mirror release: release only while host_free < host_free_target (pool pressure).

@@ -612,7 +612,7 @@ PROPERTIES = [
              prefix_closed, paged, twin=True, proofs=True),
     _safety("rank_agreement", INVARIANT, 6, "replicas agree after every sync round", rank_agreement, multi_rank),
     _safety("no_collective_hang", INVARIANT, 0, "no rank waits in a collective its peers skipped", no_collective_hang, multi_rank),
-    _safety("planner_determinism", TRANSITION, 0, "ranks plan the same load-back victims from the same state", planner_determinism, planning_ranks)._replace(proofs=False),
+    _safety("planner_determinism", TRANSITION, 0, "ranks plan the same load-back victims from the same state", planner_determinism, planning_ranks),
     Property("lock_release", PROGRESS, 11, "every lock is dropped once in-flight work drains",
              Progress(locked_nodes, unlocked, background_step,
                       "node {key} is locked, and no path of in-flight work (no new requests) unlocks it"),

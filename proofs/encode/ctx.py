@@ -30,6 +30,7 @@ class Ctx:
         self.replicas_agree = False
         self.lru_positions = None
         self.clock_positions = None
+        self.planner_order = None  # concrete states: per rank, the CP planner's order keys (encode.cp_planner)
         self.dlru_of = None  # concrete states: per rank, the durable LRU (encode.durable)
         self.held = -1  # the node the step protects only while it runs (encode.actions.step)
 

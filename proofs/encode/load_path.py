@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT
 from ..state import HALT_WHERE, RV, state_ite
 from ..sym import lt, and_, const, eq, implies, ite, not_, or_, sel, sum_
+from .cp_planner import load_keys, load_room
 from .sync import digest_round
 from .tree import covers, live, lock_path, node_len
 from .write_path import rank_param, rank_view
@@ -28,13 +29,15 @@ def load_back_params(ctx, s):
 
 def load_back_guard(ctx, s, a):
     e = a["node"]
+    keys = load_keys(ctx)
 
     def ok(h):
         rv = s.rank(h)
         chain = [in_load_chain(ctx, rv, x, e) for x in range(ctx.k)]
         hosts = and_(*(implies(chain[x], eq(rv.host[x], HOST_RESIDENT)) for x in range(ctx.k)))
         total = sum_([ite(chain[x], node_len(ctx, rv, x), 0) for x in range(ctx.k)])
-        return and_(live(rv, e), eq(sel(rv.dev, e), ABSENT), hosts, total <= rv.dev_free)
+        room, _after = load_room(ctx, rv, e, chain, total, keys(h))  # per lane; CP: after its plan
+        return and_(live(rv, e), eq(sel(rv.dev, e), ABSENT), hosts, room)
 
     return s.space.all(ok)
 
@@ -42,6 +45,7 @@ def load_back_guard(ctx, s, a):
 def load_back(ctx, s, a):
     """Lock the path, take device slots, one H->D copy for the evicted chain, mark it."""
     e = a["node"]
+    keys = load_keys(ctx)
 
     def on_rank(h, rv):
         chain = [in_load_chain(ctx, rv, x, e) for x in range(ctx.k)]
@@ -49,6 +53,7 @@ def load_back(ctx, s, a):
         first = 0
         for x in range(ctx.k - 1, -1, -1):  # the top node of the chain has the lowest id
             first = ite(chain[x], rv.start[x], first)
+        _room, rv = load_room(ctx, rv, e, chain, total, keys(h))  # CP: the planner's victims
         for x in range(ctx.k):
             rv = rv.set_fields(x, chain[x], dev=LOADING, lbp=True)
         rv = lock_path(ctx, rv, e, 1)

@@ -169,8 +169,11 @@ def fail_param(ctx, enabled=True):
 
 
 def insert_guard(ctx, s, a):
+    from .cp_planner import insert_lanes_fit
+
     q = a["req"]
-    return s.space.all(lambda h: insert_device_need(ctx, s.rank(h), q) <= s.rank(h).dev_free)
+    return s.space.all(lambda h: and_(insert_device_need(ctx, s.rank(h), q) <= s.rank(h).dev_free,
+                                      insert_lanes_fit(ctx, s.rank(h), q)))
 
 
 def insert(ctx, s, a):

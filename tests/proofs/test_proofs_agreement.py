@@ -43,3 +43,80 @@ def test_agreement_fails_when_the_spec_effect_changes(monkeypatch):
     problems = check_state(m, target)
     assert any("does not admit writing_check" in p for p in problems), problems
     assert any("writing_check" in p and "does not reach" in p for p in problems), problems
+
+
+# --- seed 004's CP load-back planner (proofs/encode/cp_planner.py) ------------------------
+
+PLANNER = ["cp-planner-2r", "cp-planner-ancestors-1r", "cp-planner-lanes-2r", "cp-planner-lru-1r",
+           "variants/planner-local-tiebreak"]
+
+
+def _planner_states(m, limit, seeds=range(8), steps=30):
+    """Distinct reachable states (seeded walks) where some load_back evicts a device copy
+    on some rank: the steps the planner decides."""
+    from tiercheck.spec.state import ABSENT
+
+    def evicts(s, a):
+        t = m.next_state(s, a)
+        return any(n is not None and n.dev != ABSENT and (rt.nodes[e] is None or rt.nodes[e].dev == ABSENT)
+                   for rs, rt in zip(s.ranks, t.ranks) for e, n in enumerate(rs.nodes))
+
+    seen, out = set(), []
+    for seed in seeds:
+        for s in walk(m, seed, steps):
+            if s in seen:
+                continue
+            seen.add(s)
+            lbs = [a for a in m.actions(s) if a.name == "load_back" and evicts(s, a)]
+            if lbs:
+                out.append((s, lbs))
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+@pytest.mark.parametrize("name", PLANNER)
+def test_planner_steps_agree_with_the_encoding(name):
+    """On states where the planner evicts: both directions for every action (load_back's
+    victims, local_access on device leaves, insert's lane check), and planner_determinism
+    has the spec's value on each such load_back (the variant's model reaches a step that
+    breaks it)."""
+    from tiercheck.proofs.agreement import transition_value
+    from tiercheck.spec.properties import BY_NAME
+
+    m = model(name)
+    states = _planner_states(m, limit=8)
+    assert states, "no evicting load_back on the walks"
+
+    def breaks(s, lbs):
+        return any(BY_NAME["planner_determinism"].fn(m, s, a, m.next_state(s, a)) for a in lbs)
+
+    # the first such state, and the first whose load_back breaks planner_determinism
+    states = states[:1] + [x for x in states[1:] if breaks(*x)][:1]
+    broken = 0
+    for s, lbs in states:
+        assert check_state(m, s) == []
+        for a in lbs:
+            t = m.next_state(s, a)
+            spec = BY_NAME["planner_determinism"].fn(m, s, a, t) is None
+            assert transition_value(m, s, a, t, "planner_determinism") is spec, a
+            broken += not spec
+    assert bool(broken) == m.cfg.has("planner-local-tiebreak")
+
+
+def test_planner_agreement_fails_when_the_spec_order_changes(monkeypatch):
+    """Break the spec's planner on purpose (ties decided by the largest end page): the
+    encoding no longer admits its load_back, and the check says so."""
+    from tiercheck.spec import cp_planner
+
+    m = model("cp-planner-2r")
+    states = _planner_states(m, limit=8)
+    before = [[m.next_state(s, a) for a in lbs] for s, lbs in states]
+    monkeypatch.setattr(cp_planner, "victim_key", lambda mm, rs: (lambda e: -e))
+    # a state with a tie, where the reversed order plans another victim
+    s = next(s for (s, lbs), old in zip(states, before) if [m.next_state(s, a) for a in lbs] != old)
+    monkeypatch.undo()
+    assert check_state(m, s) == []
+    monkeypatch.setattr(cp_planner, "victim_key", lambda mm, rs: (lambda e: -e))
+    problems = check_state(m, s)
+    assert any("does not admit load_back" in p for p in problems), problems

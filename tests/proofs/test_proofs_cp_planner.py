@@ -1,0 +1,39 @@
+"""Seed 004's CP load-back planner in the bounded encoding (proofs/encode/cp_planner.py):
+the correct planner's obligations are proved, planner-local-tiebreak fails
+planner_determinism with a CTI the explicit spec replays, and the planner is out of the
+page-sorted audit (load_back stays bounded there)."""
+
+from tiercheck.proofs.obligations import prove_action, targets_for
+
+
+def test_planner_obligations_proved_at_three_pages():
+    """Every obligation of load_back (which runs the planner) and local_access (its
+    touches) at 3 pages: the smallest universe with an admitted ancestor."""
+    for action in ("load_back", "local_access"):
+        results = prove_action(action, k=3)
+        assert {r.target for r in results} >= {"planner_determinism", "locked_never_evicted", "rank_agreement"}
+        assert all(r.status == "proved" for r in results), [r for r in results if r.status != "proved"]
+
+
+def test_planner_local_tiebreak_fails_planner_determinism_with_a_cti_the_spec_replays():
+    r = prove_action("load_back", ["planner_determinism"], variants=frozenset({"planner-local-tiebreak"}), k=3)[0]
+    assert r.status == "failed"
+    cfg = r.cti["config"]
+    assert cfg["cp_planner"] and cfg["ranks"] >= 2
+    ex = r.cti["explicit"]
+    assert ex["successor"] == "same" and "different victims" in ex["property"]
+
+
+def test_planner_local_tiebreak_needs_three_pages():
+    """Two pages hold one candidate and the node loaded: no tie, nothing to decide."""
+    r = prove_action("load_back", ["planner_determinism"], variants=frozenset({"planner-local-tiebreak"}), k=2)[0]
+    assert r.status == "proved"
+
+
+def test_load_back_is_bounded_in_the_unbounded_audit():
+    from tiercheck.proofs.audit import audit_targets
+    from tiercheck.proofs.epr_obligations import COVERED_ACTIONS, covered
+
+    assert "load_back" not in COVERED_ACTIONS
+    assert not any(covered(t, "load_back") for t in targets_for("load_back"))
+    assert audit_targets("load_back", True) == targets_for("load_back")
