@@ -26,6 +26,8 @@ FLAGS = (
     "revoke",  # prefetch_revoke (the scheduler revokes an in-flight prefetch)
     "read_fail",  # prefetch_read_fail (a rank's read fails midway: mark_terminate)
     "request_locks",  # running requests lock their device match (lock_request / unlock_request)
+    "insert_evicts",  # an insert without device room first evicts by victim order (encode/scheduler_evict.py)
+    "load_back_evicts",  # so does a load_back (HiRadixCache.load_back's retry)
 )
 INTS = ("device_pages", "host_pages", "host_free_target", "fail_close_after", "durable_capacity", "refresh_rounds")
 
@@ -50,6 +52,8 @@ class ProofConfig:
     revoke: object
     read_fail: object
     request_locks: object
+    insert_evicts: object
+    load_back_evicts: object
     device_pages: object
     host_pages: object
     host_free_target: object
@@ -119,6 +123,8 @@ class ProofConfig:
             revoke=cfg.prefetch_revoke,
             read_fail=cfg.prefetch_read_fail,
             request_locks=cfg.request_locks,
+            insert_evicts=cfg.insert_evicts,
+            load_back_evicts=cfg.load_back_evicts,
             device_pages=cfg.device_pages,
             host_pages=cfg.host_pages,
             host_free_target=cfg.host_free_target,

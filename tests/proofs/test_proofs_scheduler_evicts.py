@@ -1,0 +1,70 @@
+"""The scheduler's own eviction (insert_evicts, load_back_evicts) in the bounded z3
+encoding (proofs/encode/scheduler_evict.py): on reachable states of the models that
+exercise it, every explicit insert / load_back is a behaviour of the encoding and the
+encoding allows nothing else but a stuttering step; the encoded properties have the
+spec's values; each option's safety variant fails its property's obligation with a CTI
+and the option proves clean without it."""
+
+import pytest
+
+from tiercheck.proofs.agreement import admits, extra_successor, transition_value
+from tiercheck.proofs.obligations import prove_action
+from tiercheck.proofs.snapshot import INVARIANTS, z3_invariant_check
+from tiercheck.spec import write_path
+from tiercheck.spec.properties import BY_NAME
+
+from .proof_helpers import model, walk
+
+MODELS = ["wt-evicts-1r", "wb-evicts-2r", "request-locks-evicts-1r"]
+EVICTING = ("insert", "load_back")
+TRANSITION = ("locked_never_evicted", "release_safety")
+
+
+def _evicts(m, s, a) -> bool:
+    """The step runs its own eviction: some rank lacks room for it."""
+    if a.name == "insert":
+        return not write_path._fits(m, s.ranks, a["req"])
+    from tiercheck.spec.load_path import nodes_to_load
+    from tiercheck.spec.state import node_len
+
+    return any(sum(node_len(m.pages, rs, x) for x in nodes_to_load(m, rs, a["node"])) > rs.dev_free
+               for rs in s.ranks)
+
+
+def _evicting_states(m, n=4, seeds=12, steps=30):
+    """States along random runs where an insert or a load_back evicts by itself."""
+    out, seen = [], set()
+    for seed in range(seeds):
+        for s in walk(m, seed, steps):
+            if s not in seen and any(a.name in EVICTING and _evicts(m, s, a) for a in m.actions(s)):
+                seen.add(s)
+                out.append(s)
+    return out[:: max(1, len(out) // n)][:n]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_evicting_steps_are_behaviours_with_the_spec_property_values(name):
+    m = model(name)
+    states = _evicting_states(m)
+    assert states, f"{name}: no state where a step evicts by itself"
+    for s in states:
+        for a in m.actions(s):
+            if a.name not in EVICTING:
+                continue
+            t = m.next_state(s, a)
+            assert admits(m, s, a, t), (name, a)
+            for p in TRANSITION:
+                assert transition_value(m, s, a, t, p) == (BY_NAME[p].fn(m, s, a, t) is None), (name, a, p)
+            spec_bad = {n for n in INVARIANTS if BY_NAME[n].fn(m, t) is not None}
+            assert set(z3_invariant_check(m, t)) == spec_bad, (name, a)
+
+
+@pytest.mark.parametrize("name", MODELS[:2])
+def test_the_encoding_allows_only_the_spec_steps_or_a_stutter(name):
+    """The other direction: guard /\\ post differs from every explicit successor and
+    from the pre-state is unsatisfiable (the guard's over-approximation is a stutter)."""
+    m = model(name)
+    for s in _evicting_states(m, n=2):
+        for action in EVICTING:
+            succs = [m.next_state(s, a) for a in m.actions(s) if a.name == action]
+            assert extra_successor(m, s, action, succs + [s]) is None, (name, action)
