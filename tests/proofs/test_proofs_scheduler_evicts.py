@@ -8,7 +8,7 @@ and the option proves clean without it."""
 import pytest
 
 from tiercheck.proofs.agreement import admits, extra_successor, transition_value
-from tiercheck.proofs.obligations import prove_action
+from tiercheck.proofs.obligations import SPLIT_FLAGS, prove_action
 from tiercheck.proofs.snapshot import INVARIANTS, z3_invariant_check
 from tiercheck.spec import write_path
 from tiercheck.spec.properties import BY_NAME
@@ -16,7 +16,7 @@ from tiercheck.spec.properties import BY_NAME
 from .proof_helpers import model, walk
 
 MODELS = ["wt-evicts-1r", "wb-evicts-2r", "request-locks-evicts-1r"]
-EVICTING = ("insert", "load_back")
+EVICTING = tuple(SPLIT_FLAGS)  # insert, load_back
 TRANSITION = ("locked_never_evicted", "release_safety")
 
 
@@ -68,3 +68,54 @@ def test_the_encoding_allows_only_the_spec_steps_or_a_stutter(name):
         for action in EVICTING:
             succs = [m.next_state(s, a) for a in m.actions(s) if a.name == action]
             assert extra_successor(m, s, action, succs + [s]) is None, (name, action)
+
+
+def test_a_reversed_victim_order_is_noticed(monkeypatch):
+    """Break the spec on purpose: its scheduler eviction takes the largest end page
+    first. Page order is exact in the encoding, so the evicting steps whose victim the
+    order decides (three one-page roots, two device pages: the library models have
+    none) are no longer behaviours of it."""
+    from tiercheck.spec import eviction
+    from tiercheck.spec.config import Config
+    from tiercheck.spec.model import Model
+
+    m = Model(Config(requests=((1,), (2,), (3,)), device_pages=2, host_pages=2, insert_evicts=True))
+    steps = [(s, a, m.next_state(s, a)) for s in _evicting_states(m, n=6) for a in m.actions(s)
+             if a.name == "insert" and _evicts(m, s, a)]
+    assert steps and all(admits(m, s, a, t) for s, a, t in steps)
+    monkeypatch.setattr(eviction, "victim_key", lambda mm, rs: lambda e: -e)
+    changed = [(s, a) for s, a, t in steps if m.next_state(s, a) != t]
+    assert changed, "no evicting step had two candidate victims"
+    assert not any(admits(m, s, a, m.next_state(s, a)) for s, a in changed)
+
+
+def test_load_back_evicts_chain_unlocked_fails_no_use_after_free_with_a_cti():
+    """The load's own write-back eviction makes the host allocation take the node being
+    loaded (an unlocked host leaf): the H->D copy reads freed host slots. The explicit
+    spec replays the CTI's step to the same successor."""
+    [r] = prove_action("load_back", ["no_use_after_free"], k=2,
+                       variants=frozenset({"load-back-evicts-chain-unlocked"}), fix={"load_back_evicts": True})
+    assert r.status == "failed" and r.cti["config"]["load_back_evicts"] and r.cti["config"]["policy"] == "write_back"
+    assert r.cti["explicit"]["successor"] == "same" and "left the tree" in r.cti["explicit"]["property"]
+
+
+@pytest.mark.slow
+def test_lru_evicts_locked_parent_fails_locked_never_evicted_with_a_cti():
+    [r] = prove_action("insert", ["locked_never_evicted"], k=3,
+                       variants=frozenset({"lru-evicts-locked-parent"}), fix={"insert_evicts": True})
+    assert r.status == "failed" and r.cti["config"]["insert_evicts"]
+    assert r.cti["explicit"]["successor"] == "same" and "while lock_ref" in r.cti["explicit"]["property"]
+
+
+@pytest.mark.parametrize("action,target", [("load_back", "no_use_after_free"), ("insert", "locked_never_evicted"),
+                                           ("insert", "release_safety"), ("load_back", "release_safety")])
+def test_the_options_prove_clean_where_their_variants_fail(action, target):
+    assert [r.status for r in prove_action(action, [target], k=2, fix={SPLIT_FLAGS[action]: True})] == ["proved"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("action", EVICTING)
+def test_every_obligation_proved_with_the_option_on(action):
+    """The correct protocol with the action's own eviction: every obligation (2 pages)."""
+    bad = [r.target for r in prove_action(action, k=2, fix={SPLIT_FLAGS[action]: True}) if r.status != "proved"]
+    assert bad == []
