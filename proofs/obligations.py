@@ -281,15 +281,25 @@ def prove_action(action: str, targets=None, variants=frozenset(), k: int = 3, fi
 
 # An action whose own eviction a flag switches on (encode/scheduler_evict.py): its
 # obligations are proved for each value of the flag apart, so that with the flag off
-# they cost what they did before it (the eviction's terms are not built at all).
+# they cost what they did before it (the eviction's terms are not built at all), and
+# with it on for write_back and the other policies apart (only write_back stages a
+# victim, through an agreed host allocation per round of the eviction).
 SPLIT_FLAGS = EVICTING
 
 
 def _split(action, cases, fix):
+    """(case, fix) pairs that together cover every configuration ``fix`` allows."""
     flag = SPLIT_FLAGS.get(action)
-    if flag is None or flag in (fix or {}):
+    if flag is None:
         return [(c, fix) for c in cases]
-    return [(c, {**(fix or {}), flag: v}) for v in (False, True) for c in cases]
+    fix = dict(fix or {})
+    out = []
+    for on in ([fix[flag]] if flag in fix else [False, True]):
+        wbs = [fix.get("wb")] if not on or "wb" in fix else [False, True]
+        for wb in wbs:
+            fixed = {**fix, flag: on, **({} if wb is None else {"wb": wb})}
+            out += [(c, fixed) for c in cases]
+    return out
 
 
 def _prove_case(action, targets, variants, k, fix, want_cti, separate, case) -> List[Result]:

@@ -14,6 +14,7 @@ from tiercheck.spec import write_path
 from tiercheck.spec.properties import BY_NAME
 
 from .proof_helpers import model, walk
+from .test_proofs_resolution_fields import _reachable
 
 MODELS = ["wt-evicts-1r", "wb-evicts-2r", "request-locks-evicts-1r"]
 EVICTING = tuple(SPLIT_FLAGS)  # insert, load_back
@@ -99,6 +100,29 @@ def test_load_back_evicts_chain_unlocked_fails_no_use_after_free_with_a_cti():
     assert r.cti["explicit"]["successor"] == "same" and "left the tree" in r.cti["explicit"]["property"]
 
 
+def test_lru_evicts_locked_parent_step_is_a_behaviour_failing_the_obligation():
+    """The variant model's violating step (4 pages: a locked parent, its leaf, a
+    two-page request), from a reachable state inside the invariants, is a behaviour of
+    the encoding with the variant on which the encoded locked_never_evicted is false: a
+    concrete counterexample to the insert obligation. Without the variant the same
+    insert is admitted and keeps the parent."""
+    import dataclasses
+
+    from tiercheck.spec.model import Model
+
+    m = model("variants/lru-evicts-locked-parent")
+    prop = BY_NAME["locked_never_evicted"]
+    found = [(s, a, m.next_state(s, a)) for s in _reachable(m) for a in m.actions(s)
+             if a.name == "insert" and prop.fn(m, s, a, m.next_state(s, a))]
+    assert found, "the variant model has no violating insert"
+    s, a, t = found[0]
+    assert z3_invariant_check(m, s) == []
+    assert admits(m, s, a, t) and transition_value(m, s, a, t, "locked_never_evicted") is False
+    fixed = Model(dataclasses.replace(m.cfg, variants=frozenset()))
+    t2 = fixed.next_state(s, a)
+    assert admits(fixed, s, a, t2) and transition_value(fixed, s, a, t2, "locked_never_evicted") is True
+
+
 @pytest.mark.slow
 def test_lru_evicts_locked_parent_fails_locked_never_evicted_with_a_cti():
     [r] = prove_action("insert", ["locked_never_evicted"], k=3,
@@ -119,3 +143,20 @@ def test_every_obligation_proved_with_the_option_on(action):
     """The correct protocol with the action's own eviction: every obligation (2 pages)."""
     bad = [r.target for r in prove_action(action, k=2, fix={SPLIT_FLAGS[action]: True}) if r.status != "proved"]
     assert bad == []
+
+
+def test_the_unbounded_audit_keeps_the_option_bounded():
+    """With --unbounded, insert and load_back are proved page-sorted with the flag off
+    (the page-sorted encoding has no scheduler eviction) and bounded with it on; a
+    target proved both ways reports the bound."""
+    from tiercheck.proofs.audit import _jobs, _merge
+    from tiercheck.proofs.epr_obligations import setup
+    from tiercheck.proofs.obligations import Result, targets_for
+
+    for action, flag in SPLIT_FLAGS.items():
+        jobs = _jobs([action], (), 2, True)
+        on = [j for j in jobs if j[5] == ((flag, True),)]
+        assert len(on) == 2 and set(on[0][4]) == {t for t in targets_for(action) if t in jobs[0][4]}
+        assert setup(action).u.cfg.__dict__[flag] is False
+    merged = _merge(Result("t", "insert", "proved", 1.0, None, "any"), Result("t", "insert", "proved", 1.0, None, "<=2"))
+    assert merged.pages == "<=2" and merged.status == "proved"
