@@ -281,9 +281,10 @@ def prove_action(action: str, targets=None, variants=frozenset(), k: int = 3, fi
 
 # An action whose own eviction a flag switches on (encode/scheduler_evict.py): its
 # obligations are proved for each value of the flag apart, so that with the flag off
-# they cost what they did before it (the eviction's terms are not built at all), and
-# with it on for write_back and the other policies apart (only write_back stages a
-# victim, through an agreed host allocation per round of the eviction).
+# they cost what they did before it (the eviction's terms are not built at all); with
+# it on, for write_back and the other policies apart (only write_back stages a victim,
+# through an agreed host allocation per round of the eviction), and under write_back
+# with and without duplicate reclaim (the allocation's two reclaim passes per round).
 SPLIT_FLAGS = EVICTING
 
 
@@ -292,14 +293,15 @@ def _split(action, cases, fix):
     flag = SPLIT_FLAGS.get(action)
     if flag is None:
         return [(c, fix) for c in cases]
-    fix = dict(fix or {})
-    out = []
-    for on in ([fix[flag]] if flag in fix else [False, True]):
-        wbs = [fix.get("wb")] if not on or "wb" in fix else [False, True]
-        for wb in wbs:
-            fixed = {**fix, flag: on, **({} if wb is None else {"wb": wb})}
-            out += [(c, fixed) for c in cases]
-    return out
+    fixes = [{**(fix or {}), flag: v} for v in ([fix[flag]] if flag in (fix or {}) else [False, True])]
+    fixes = [g for f in fixes for g in _refine(f, "wb", f[flag])]
+    fixes = [g for f in fixes for g in _refine(f, "dupr", f[flag] and f.get("wb") is True)]
+    return [(c, f) for f in fixes for c in cases]
+
+
+def _refine(fix, name, when):
+    """``fix`` once per value of flag ``name`` where ``when`` and it is not fixed yet."""
+    return [{**fix, name: v} for v in (False, True)] if when and name not in fix else [fix]
 
 
 def _prove_case(action, targets, variants, k, fix, want_cti, separate, case) -> List[Result]:

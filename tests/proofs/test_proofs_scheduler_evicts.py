@@ -94,8 +94,8 @@ def test_load_back_evicts_chain_unlocked_fails_no_use_after_free_with_a_cti():
     """The load's own write-back eviction makes the host allocation take the node being
     loaded (an unlocked host leaf): the H->D copy reads freed host slots. The explicit
     spec replays the CTI's step to the same successor."""
-    [r] = prove_action("load_back", ["no_use_after_free"], k=2,
-                       variants=frozenset({"load-back-evicts-chain-unlocked"}), fix={"load_back_evicts": True})
+    [r] = prove_action("load_back", ["no_use_after_free"], k=2, variants=frozenset({"load-back-evicts-chain-unlocked"}),
+                       fix={"load_back_evicts": True, "wb": True, "dupr": False})
     assert r.status == "failed" and r.cti["config"]["load_back_evicts"] and r.cti["config"]["policy"] == "write_back"
     assert r.cti["explicit"]["successor"] == "same" and "left the tree" in r.cti["explicit"]["property"]
 
@@ -131,18 +131,32 @@ def test_lru_evicts_locked_parent_fails_locked_never_evicted_with_a_cti():
     assert r.cti["explicit"]["successor"] == "same" and "while lock_ref" in r.cti["explicit"]["property"]
 
 
+# the cheap parts of the option's configurations (obligations._split): another policy,
+# write_back without duplicate reclaim; write_back with it is the slow test below
+CHEAP_PARTS = ({"wb": False}, {"wb": True, "dupr": False})
+
+
+@pytest.mark.parametrize("part", CHEAP_PARTS, ids=["not-wb", "wb-no-reclaim"])
 @pytest.mark.parametrize("action,target", [("load_back", "no_use_after_free"), ("insert", "locked_never_evicted"),
                                            ("insert", "release_safety"), ("load_back", "release_safety")])
-def test_the_options_prove_clean_where_their_variants_fail(action, target):
-    assert [r.status for r in prove_action(action, [target], k=2, fix={SPLIT_FLAGS[action]: True})] == ["proved"]
+def test_the_options_prove_clean_where_their_variants_fail(action, target, part):
+    fix = {SPLIT_FLAGS[action]: True, **part}
+    assert [r.status for r in prove_action(action, [target], k=2, fix=fix)] == ["proved"]
+
+
+@pytest.mark.parametrize("part", CHEAP_PARTS, ids=["not-wb", "wb-no-reclaim"])
+@pytest.mark.parametrize("action", EVICTING)
+def test_every_obligation_proved_with_the_option_on(action, part):
+    """The correct protocol with the action's own eviction: every obligation (2 pages)."""
+    fix = {SPLIT_FLAGS[action]: True, **part}
+    assert [r.target for r in prove_action(action, k=2, fix=fix) if r.status != "proved"] == []
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("action", EVICTING)
-def test_every_obligation_proved_with_the_option_on(action):
-    """The correct protocol with the action's own eviction: every obligation (2 pages)."""
-    bad = [r.target for r in prove_action(action, k=2, fix={SPLIT_FLAGS[action]: True}) if r.status != "proved"]
-    assert bad == []
+def test_every_obligation_proved_with_the_option_and_reclaim_on(action):
+    fix = {SPLIT_FLAGS[action]: True, "wb": True, "dupr": True}
+    assert [r.target for r in prove_action(action, k=2, fix=fix) if r.status != "proved"] == []
 
 
 def test_the_unbounded_audit_keeps_the_option_bounded():
