@@ -325,7 +325,7 @@ VARIANTS = {
             "evict_lru: a parent pushed after its last device child is evicted without the "
             "lock check",
             "locked_never_evicted",
-            action="insert", proof_pages=3,  # a locked parent, its leaf, and the insert's page
+            action="insert", proof_pages=4,  # a locked parent, its leaf, a two-page request
             twin=False,
             catalogue=False,
         ),

@@ -123,14 +123,6 @@ def test_lru_evicts_locked_parent_step_is_a_behaviour_failing_the_obligation():
     assert admits(fixed, s, a, t2) and transition_value(fixed, s, a, t2, "locked_never_evicted") is True
 
 
-@pytest.mark.slow
-def test_lru_evicts_locked_parent_fails_locked_never_evicted_with_a_cti():
-    [r] = prove_action("insert", ["locked_never_evicted"], k=3,
-                       variants=frozenset({"lru-evicts-locked-parent"}), fix={"insert_evicts": True})
-    assert r.status == "failed" and r.cti["config"]["insert_evicts"]
-    assert r.cti["explicit"]["successor"] == "same" and "while lock_ref" in r.cti["explicit"]["property"]
-
-
 # the cheap parts of the option's configurations (obligations._split): another policy,
 # write_back without duplicate reclaim; write_back with it is the slow test below
 CHEAP_PARTS = ({"wb": False}, {"wb": True, "dupr": False})
