@@ -148,8 +148,8 @@ class ProofConfig:
         return and_(self.wb, self.dupr, multi)
 
     def policy_of(self, model) -> str:
-        wb = z3.is_true(model.eval(self.wb, model_completion=True))
-        sel = z3.is_true(model.eval(self.sel, model_completion=True))
+        wb = z3.is_true(model.eval(const(self.wb), model_completion=True))  # fixed flags are Python bools
+        sel = z3.is_true(model.eval(const(self.sel), model_completion=True))
         return "write_back" if wb else ("write_through_selective" if sel else "write_through")
 
 
