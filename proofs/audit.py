@@ -46,7 +46,7 @@ class Audit(NamedTuple):
 
 
 def _job(args):
-    action, case, variants, pages, targets = args
+    action, case, variants, pages, targets, fix = args
     t0 = time.process_time()
     if case == UNBOUNDED:
         from .epr_obligations import prove_action as prove_unbounded
@@ -54,7 +54,8 @@ def _job(args):
         results = prove_unbounded(action, targets, frozenset(variants))
     else:
         results = [r._replace(pages=f"<={pages}")
-                   for r in prove_action(action, targets, variants=frozenset(variants), k=pages, cases=(case,))]
+                   for r in prove_action(action, targets, variants=frozenset(variants), k=pages, cases=(case,),
+                                         fix=dict(fix))]
     out = []
     for r in results:
         cti = r.cti
@@ -88,16 +89,19 @@ def _jobs(names, variants, pages, unbounded):
     for a in names:
         targets = targets_for(a)
         if unbounded:
-            from .epr_obligations import covered
+            from .epr_obligations import BOUNDED_UNDER, covered
 
             mine = [t for t in audit_targets(a, True) if covered(t, a)]
             if mine:
-                out.append((a, UNBOUNDED, variants, pages, tuple(mine)))
+                out.append((a, UNBOUNDED, variants, pages, tuple(mine), ()))
+            if a in BOUNDED_UNDER:  # proved there with the flag off: bounded with it on
+                bounded = tuple(t for t in mine if t in targets)
+                out += [(a, c, variants, pages, bounded, ((BOUNDED_UNDER[a], True),)) for c in CASES if bounded]
             targets = [t for t in targets if not covered(t, a)]
             if not targets:
                 continue
         for c in (CASES if a != "init" else CASES[:1]):
-            out.append((a, c, variants, pages, tuple(targets)))
+            out.append((a, c, variants, pages, tuple(targets), ()))
     return out
 
 
@@ -114,7 +118,8 @@ def prove_mixed(action: str, variants=(), pages: int = DEFAULT_PAGES, unbounded:
 def _merge(old: Result, new: Result) -> Result:
     """A target is proved when it is proved in every case of the pre-state."""
     worse = old if old.status != "proved" else new
-    return worse._replace(seconds=old.seconds + new.seconds)
+    pages = old.pages if old.pages != "any" else new.pages  # bounded if any part is
+    return worse._replace(seconds=old.seconds + new.seconds, pages=pages)
 
 
 def _theorems(_):

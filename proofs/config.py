@@ -27,6 +27,8 @@ FLAGS = (
     "read_fail",  # prefetch_read_fail (a rank's read fails midway: mark_terminate)
     "request_locks",  # running requests lock their device match (lock_request / unlock_request)
     "cp",  # cp_planner: load_back plans its device victims (seed 004's owner-lane planner)
+    "insert_evicts",  # an insert without device room first evicts by victim order (encode/scheduler_evict.py)
+    "load_back_evicts",  # so does a load_back (HiRadixCache.load_back's retry)
 )
 INTS = ("device_pages", "host_pages", "host_free_target", "fail_close_after", "durable_capacity", "refresh_rounds",
         "cp_lanes")
@@ -54,6 +56,8 @@ class ProofConfig:
     read_fail: object
     request_locks: object
     cp: object
+    insert_evicts: object
+    load_back_evicts: object
     device_pages: object
     host_pages: object
     host_free_target: object
@@ -127,6 +131,8 @@ class ProofConfig:
             read_fail=cfg.prefetch_read_fail,
             request_locks=cfg.request_locks,
             cp=cfg.cp_planner,
+            insert_evicts=cfg.insert_evicts,
+            load_back_evicts=cfg.load_back_evicts,
             device_pages=cfg.device_pages,
             host_pages=cfg.host_pages,
             host_free_target=cfg.host_free_target,
@@ -151,8 +157,8 @@ class ProofConfig:
         return and_(self.wb, self.dupr, multi)
 
     def policy_of(self, model) -> str:
-        wb = z3.is_true(model.eval(self.wb, model_completion=True))
-        sel = z3.is_true(model.eval(self.sel, model_completion=True))
+        wb = z3.is_true(model.eval(const(self.wb), model_completion=True))  # fixed flags are Python bools
+        sel = z3.is_true(model.eval(const(self.sel), model_completion=True))
         return "write_back" if wb else ("write_through_selective" if sel else "write_through")
 
 

@@ -22,6 +22,9 @@ from typing import Dict, List, NamedTuple, Optional
 import z3
 
 from .config import ProofConfig
+# The config flag under which an action's encoding here is no over-approximation of the
+# spec's (the scheduler's own eviction): proved with it off, bounded with it on (proofs.audit).
+from .encode.scheduler_evict import EVICTING as BOUNDED_UNDER
 from .epr_actions import UACTIONS, effect
 from .epr_properties import UINVARIANTS, UPROPS, device_leaves
 from .forest import Forest, PageSort, finite_model
@@ -57,8 +60,11 @@ class USetup(NamedTuple):
     solver: z3.Solver
 
 
+
+
 def setup(action: str, variants=frozenset(), fix=None) -> USetup:
-    cfg = ProofConfig.symbolic_config(variants, fix=fix)
+    cfg = ProofConfig.symbolic_config(variants, fix={
+        **({BOUNDED_UNDER[action]: False} if action in BOUNDED_UNDER else {}), **(fix or {})})
     u = UCtx(cfg, Forest())
     pre = symbolic("s")
     params = UACTIONS[action].params(u)

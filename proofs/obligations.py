@@ -23,6 +23,7 @@ import z3
 from .config import ProofConfig
 from .encode.actions import ENCODINGS, step
 from .encode.ctx import Ctx
+from .encode.scheduler_evict import EVICTING
 from .formula import Every, Fact, assume, holds
 from .properties import PROPERTIES
 from .protocol import PROTOCOL
@@ -267,8 +268,8 @@ def prove_action(action: str, targets=None, variants=frozenset(), k: int = 3, fi
     its share of the solver calls that decided it (the encoding's build included)."""
     targets = list(targets or targets_for(action))
     merged: Dict[str, Result] = {}
-    for case in (cases if action != "init" else ("agree",)):
-        for r in _prove_case(action, targets, variants, k, fix, want_cti, separate, case):
+    for case, fixed in _split(action, cases if action != "init" else ("agree",), fix):
+        for r in _prove_case(action, targets, variants, k, fixed, want_cti, separate, case):
             old = merged.get(r.target)
             if old is None:
                 merged[r.target] = r
@@ -276,6 +277,31 @@ def prove_action(action: str, targets=None, variants=frozenset(), k: int = 3, fi
                 worse = old if old.status != "proved" else r
                 merged[r.target] = worse._replace(seconds=old.seconds + r.seconds)
     return [merged[t] for t in targets]
+
+
+# An action whose own eviction a flag switches on (encode/scheduler_evict.py): its
+# obligations are proved for each value of the flag apart, so that with the flag off
+# they cost what they did before it (the eviction's terms are not built at all); with
+# it on, for write_back and the other policies apart (only write_back stages a victim,
+# through an agreed host allocation per round of the eviction), and under write_back
+# with and without duplicate reclaim (the allocation's two reclaim passes per round).
+SPLIT_FLAGS = EVICTING
+
+
+def _split(action, cases, fix):
+    """(case, fix) pairs that together cover every configuration ``fix`` allows."""
+    flag = SPLIT_FLAGS.get(action)
+    if flag is None:
+        return [(c, fix) for c in cases]
+    fixes = [{**(fix or {}), flag: v} for v in ([fix[flag]] if flag in (fix or {}) else [False, True])]
+    fixes = [g for f in fixes for g in _refine(f, "wb", f[flag])]
+    fixes = [g for f in fixes for g in _refine(f, "dupr", f[flag] and f.get("wb") is True)]
+    return [(c, f) for f in fixes for c in cases]
+
+
+def _refine(fix, name, when):
+    """``fix`` once per value of flag ``name`` where ``when`` and it is not fixed yet."""
+    return [{**fix, name: v} for v in (False, True)] if when and name not in fix else [fix]
 
 
 def _prove_case(action, targets, variants, k, fix, want_cti, separate, case) -> List[Result]:

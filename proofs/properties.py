@@ -174,7 +174,9 @@ def release_safety(ctx, s, name, t):
                 )
                 for j in range(rs.dups.cap)
             ))
-            wb_ok = not_(and_(is_device_leaf(ctx, rs, e), spared))
+            # a node the step's own eviction held locked was no device leaf while it ran
+            held_e = ctx.evict_held(h, e) if ctx.evict_held else False
+            wb_ok = not_(and_(is_device_leaf(ctx, rs, e), not_(held_e), spared))
             ok = and_(
                 not_(rt.href[e] > 0),
                 not_(rt.lbp[e]),

@@ -124,10 +124,9 @@ class Config:
     # Eviction the scheduler's steps do by themselves (seed 004's evict(num_tokens), LRU
     # by victim order) instead of separate evict steps (spec/eviction.py evict_lru).
     insert_evicts: bool = constant(False, "an insert without device room first evicts leaves by victim order "
-                                   "(the scheduler's evict(num_tokens))", symmetry=False, proofs=False)
+                                   "(the scheduler's evict(num_tokens))", symmetry=False)
     load_back_evicts: bool = constant(False, "a load_back without device room first evicts leaves by victim "
-                                      "order (HiRadixCache.load_back's retry with eviction)", symmetry=False,
-                                      proofs=False)
+                                      "order (HiRadixCache.load_back's retry with eviction)", symmetry=False)
 
     def pages_of(self, req) -> int:
         """Whole pages of a request (what insert caches)."""

@@ -325,9 +325,7 @@ VARIANTS = {
             "evict_lru: a parent pushed after its last device child is evicted without the "
             "lock check",
             "locked_never_evicted",
-            action="insert",
-            proof="out of scope: the z3 encoding has no insert_evicts / load_back_evicts (its insert and "
-                  "load_back need free device pages)",
+            action="insert", proof_pages=4,  # a locked parent, its leaf, a two-page request
             twin=False,
             catalogue=False,
         ),
@@ -343,8 +341,6 @@ VARIANTS = {
             "node being loaded",
             "no_use_after_free",
             action="load_back",
-            proof="out of scope: the z3 encoding has no load_back_evicts (its load_back needs free device "
-                  "pages)",
             twin=False,
             catalogue=False,
         ),

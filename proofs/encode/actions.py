@@ -19,7 +19,7 @@ from ...spec.action import REPLICATED
 from ...spec.config import CONSTANTS, UNMODELLED
 from ...spec.model import ACTIONS
 from ..sym import and_, eq, not_
-from . import cp_planner, eviction, load_path, prefetch, prefetch_end, request_locks, storage_path, write_path
+from . import cp_planner, eviction, load_path, prefetch, prefetch_end, request_locks, scheduler_evict, storage_path, write_path
 from .sync import round_due
 
 MODULES = {m.__name__.rsplit(".", 1)[1]: m for m in (cp_planner, eviction, load_path, prefetch, prefetch_end,
@@ -84,10 +84,12 @@ class Step(NamedTuple):
 
 def step(ctx, s, name: str) -> Step:
     """Also sets ``ctx.held``: the node the step holds a host reference on only while it
-    runs (spec/prefetch.py held_during_step; -1: none), which release_safety ignores."""
+    runs (spec/prefetch.py held_during_step; -1: none), which release_safety ignores,
+    and ``ctx.evict_held``: what the step's own eviction holds locked (scheduler_evict)."""
     enc = BY_NAME[name]
     params = enc.params(ctx, s)
     ctx.held = prefetch.held_during_step(ctx, s, params) if name == "prefetch_from_storage" else -1
+    ctx.evict_held = scheduler_evict.held_while_evicting(ctx, s, name, params)
     guard = and_(eq(s.hung, 0), eq(s.halted, 0), enc.guard(ctx, s, params))
     if enc.kind == REPLICATED:
         guard = and_(guard, not_(round_due(ctx, s)))

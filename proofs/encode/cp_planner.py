@@ -229,11 +229,15 @@ def evict_victims(ctx, rv: RV, victim):
     return remove_nodes(ctx, rv, lambda x: and_(victim[x], not_(backed[x])))
 
 
+def chain_pages(ctx, rv: RV, chain):
+    """Per page, whether it belongs to a node of ``chain`` (a condition per node)."""
+    return [or_(*(and_(eq(rv.own[p], x), chain[x]) for x in range(ctx.k))) for p in range(ctx.k)]
+
+
 def load_room(ctx, rv: RV, e, chain, total, key):
     """What load_back(e) needs on one rank before its chain fits: (the chain fits after
     the planner's evictions (its guard), the rank view after them)."""
-    pages = [or_(*(and_(eq(rv.own[p], x), chain[x]) for x in range(ctx.k))) for p in range(ctx.k)]
-    rem = deficits(ctx, rv, pages, total)
+    rem = deficits(ctx, rv, chain_pages(ctx, rv, chain), total)
     short = or_(*(d > 0 for d in rem))
     if py(ctx.cfg.cp) is False:
         return not_(short), rv  # no planner: the chain must fit as the pool is

@@ -33,6 +33,9 @@ class Ctx:
         self.planner_order = None  # concrete states: per rank, the CP planner's order keys (encode.cp_planner)
         self.dlru_of = None  # concrete states: per rank, the durable LRU (encode.durable)
         self.held = -1  # the node the step protects only while it runs (encode.actions.step)
+        # per rank handle and node: locked by the step's own eviction while it ran
+        # (encode.scheduler_evict.held_while_evicting; None: the step evicts nothing)
+        self.evict_held = None
 
     def clock_of(self, h):
         """A rank's wall-clock positions (concrete states only), for a rank handle or an

@@ -50,7 +50,12 @@ def _delete(ctx, rv: RV, e, cond):
 
 def evict_on_rank(ctx, rv: RV, e, cond=True):
     """One rank's eviction of leaf e when no host write is needed."""
-    leaf = and_(cond, _leaf(ctx, rv, e))
+    return evict_leaf(ctx, rv, e, and_(cond, _leaf(ctx, rv, e)))
+
+
+def evict_leaf(ctx, rv: RV, e, leaf):
+    """_evict_leaf of a node the caller found to be a leaf (``leaf``, locked or not):
+    demote it if backed up, else delete it with its free host-only subtree."""
     backed = eq(sel(rv.host, e), HOST_RESIDENT)
     rv = _demote(ctx, rv, e, and_(leaf, backed))
     if ctx.cfg.has("orphan-host-subtree"):
@@ -81,15 +86,21 @@ def evict(ctx, s, a):
 
     def after(h, rv):
         nw = needs_write(h)
-        other = evict_on_rank(ctx, rv, e, not_(nw))
-        do = and_(nw, oks(h))
-        rv2 = other._replace(host_free=ite(do, other.host_free - need, other.host_free))
-        rv2 = rv2.set_fields(e, do, host=HOST_RESIDENT, href=sel(rv2.href, e) + ite(cfg.storage, 1, 0))
-        rv2 = register_duplicate(ctx, rv2, e, do)
-        rv2 = rv2._replace(sq=rv2.sq.append((sel(rv2.start, e), e), and_(do, cfg.storage)))
-        return _demote(ctx, rv2, e, do)
+        return write_and_demote(ctx, evict_on_rank(ctx, rv, e, not_(nw)), e, and_(nw, oks(h)), need)
 
     written = alloc.map(after)
     from ..state import state_ite
 
     return state_ite(write_path, written, plain)
+
+
+def write_and_demote(ctx, rv: RV, e, do, need):
+    """Where ``do``: the write_back stage of leaf e whose host allocation of ``need``
+    pages succeeded (write_backup, the blocking writing_check: host resident, a storage
+    backup started, a duplicate birth point), then its demotion."""
+    cfg = ctx.cfg
+    rv = rv._replace(host_free=ite(do, rv.host_free - need, rv.host_free))
+    rv = rv.set_fields(e, do, host=HOST_RESIDENT, href=sel(rv.href, e) + ite(cfg.storage, 1, 0))
+    rv = register_duplicate(ctx, rv, e, do)
+    rv = rv._replace(sq=rv.sq.append((sel(rv.start, e), e), and_(do, cfg.storage)))
+    return _demote(ctx, rv, e, do)

@@ -36,6 +36,16 @@ def _lead(ctx, rv: RV, q):
     return out
 
 
+def last_walked(ctx, rv: RV, q):
+    """The last node insert's walk of the request ending at q reaches (the owner of
+    its deepest cached page), -1 when nothing of it is cached."""
+    lead = _lead(ctx, rv, q)
+    out = -1
+    for p in range(ctx.k):
+        out = ite(lead[p], rv.own[p], out)
+    return out
+
+
 def insert_device_need(ctx, rv: RV, q):
     """Device pages insert allocates: un-evicted walked pages plus the new pages."""
     lead = _lead(ctx, rv, q)
@@ -169,15 +179,28 @@ def fail_param(ctx, enabled=True):
 
 
 def insert_guard(ctx, s, a):
+    """Room on every rank (in every CP lane); with insert_evicts also without room (the
+    spec's step is one when its own eviction changes something: here also when it
+    changes nothing, a stuttering step, an over-approximation)."""
     from .cp_planner import insert_lanes_fit
 
     q = a["req"]
-    return s.space.all(lambda h: and_(insert_device_need(ctx, s.rank(h), q) <= s.rank(h).dev_free,
+    fits = s.space.all(lambda h: and_(insert_device_need(ctx, s.rank(h), q) <= s.rank(h).dev_free,
                                       insert_lanes_fit(ctx, s.rank(h), q)))
+    return or_(fits, ctx.cfg.insert_evicts)
 
 
 def insert(ctx, s, a):
+    """insert_evicts first makes room (encode/scheduler_evict.py); a request that still
+    does not fit leaves the state after that eviction."""
+    from .scheduler_evict import room_for_insert
+
     q = a["req"]
+    s, fits = room_for_insert(ctx, s, q, a["fail"])
+    return _choose(fits, _insert_fitting(ctx, s, q, a["fail"]), s)
+
+
+def _insert_fitting(ctx, s, q, failing):
     results = {}
     dlru = lru_view(ctx)
 
@@ -190,7 +213,7 @@ def insert(ctx, s, a):
         return results[key]
 
     inserted = s.map(lambda h, rv: on_rank(h)[0])
-    return write_backup(ctx, inserted, lambda h: on_rank(h)[1], a["fail"])
+    return write_backup(ctx, inserted, lambda h: on_rank(h)[1], failing)
 
 
 # --- the D->H copy finishing on one rank ------------------------------------------------
