@@ -37,7 +37,7 @@ def run(args) -> int:
     for a in args.action:
         if a not in ACTION_NAMES:
             raise UserError(f"unknown action {a!r} (known: {', '.join(ACTION_NAMES)})")
-    pages = args.pages if args.pages is not None else DEFAULT_PAGES
+    pages = _pages(args, DEFAULT_PAGES)
     if not 1 <= pages <= 4:
         raise UserError(f"--pages {pages}: choose 1..4 (the encoding grows with pages cubed)")
     if args.workers < 1:
@@ -62,3 +62,23 @@ def run(args) -> int:
         print("\nwrote " + ", ".join(str(p) for p in paths))
     print(summary_line(audit))
     return exits.OK if not audit.failed and audit.theorems_ok() else exits.FOUND
+
+
+def _pages(args, default: int) -> int:
+    """--pages, or else the pages the switched-on variants need to show themselves (a
+    variant whose smallest counterexample needs 3 pages is proved clean at 2)."""
+    from tiercheck.spec.variants import VARIANTS
+
+    need = {v: VARIANTS[v].proof_pages for v in args.variant if VARIANTS[v].proof_pages > default}
+    if args.pages is None:
+        if need:
+            pages = max(need.values())
+            print(f"note: pages {pages}: " + ", ".join(f"{v} needs {n} pages to show" for v, n in sorted(need.items())))
+            return pages
+        return default
+    short = {v: n for v, n in need.items() if n > args.pages}
+    if short:
+        print(f"note: --pages {args.pages} cannot show " + ", ".join(f"{v} (needs {n})" for v, n in sorted(short.items()))
+              + ": a clean result says nothing about it")
+    return args.pages
+

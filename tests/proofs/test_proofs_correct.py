@@ -75,3 +75,20 @@ def test_prove_command_one_action(tmp_path, capsys):
     assert rc == 0, out
     assert "load_dma_done" in out and "proved" in out and "obligations proved" in out
     assert (tmp_path / "proofs.md").read_text().startswith("# tiercheck prove")
+
+
+def test_prove_command_takes_the_pages_a_variant_needs(capsys):
+    # planner-local-tiebreak needs 3 pages (two tied device leaves and the node loaded):
+    # proved clean at the default 2, so `--variant` alone must raise the bound, and an
+    # explicit lower --pages must say that it cannot show the variant.
+    from tiercheck.cli import main
+    from tiercheck.spec.variants import VARIANTS
+
+    assert VARIANTS["planner-local-tiebreak"].proof_pages == 3
+    argv = ["prove", "--variant", "planner-local-tiebreak", "--action", "local_access", "--workers", "1"]
+    main(argv)
+    out = capsys.readouterr().out
+    assert "note: pages 3: planner-local-tiebreak needs 3 pages to show" in out and "pages <= 3" in out
+    main(argv + ["--pages", "2"])
+    out = capsys.readouterr().out
+    assert "note: --pages 2 cannot show planner-local-tiebreak (needs 3)" in out and "pages <= 2" in out
