@@ -212,7 +212,8 @@ def test_prove_command_unbounded_reports_pages_per_obligation(tmp_path, capsys):
     assert rc == 0, out
     data = json.loads((tmp_path / "proofs.json").read_text())
     pages = {(o["obligation"], o["pages"]) for o in data["obligations"]}
-    assert ("tree_chain", "any") in pages and ("slot_conservation", "<=2") in pages
+    assert ("tree_chain", "any") in pages and ("queues_bounded", "<=2") in pages
+    assert ("slot_conservation", "any") in pages  # a frame obligation (proofs.epr_frame)
     assert "for any number of pages" in out and "| pages |" in (tmp_path / "proofs.md").read_text()
 
 
