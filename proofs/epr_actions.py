@@ -23,7 +23,7 @@ import z3
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
-from .paged import PAGE_FIELDS, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
+from .paged import PAGE_FIELDS, QUEUE_PAGES, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
 
 _ids = itertools.count()
 
@@ -173,6 +173,8 @@ def evict(u, v: Paged, a) -> Paged:
     storage = z3.If(b_(u.cfg.storage), 1, 0)
     written = other.set_node(lambda x: z3.And(do, x == e), host=lambda x: z3.IntVal(HOST_RESIDENT),
                              href=lambda x: other.href(x) + storage)
+    # ... and its storage backup queued (in flight)
+    written = enqueue(written, "sfly", lambda p: z3.And(do, b_(u.cfg.storage), other.cached(p), other.own(p) == e))
     written = demote(written, e, do).named("written", u.facts)
     return view_ite(wp, written, plain).named("evicted", u.facts)
 
@@ -285,8 +287,9 @@ def insert(u, v: Paged, a) -> Paged:
     else:
         u.facts.append(forall(lambda y: z3.Implies(staged(y), z3.And(
             wt, v4.live(y), v4.host(y) == ABSENT, v4.dev(y) == RESIDENT))))
-    return v4.set_node(staged, host=lambda y: z3.IntVal(WRITING), lock=lambda y: v4.lock(y) + 1).named(
-        "staged", u.facts)
+    out = v4.set_node(staged, host=lambda y: z3.IntVal(WRITING), lock=lambda y: v4.lock(y) + 1)
+    # each staged node's D->H copy is queued, in flight
+    return enqueue(out, "wfly", lambda p: z3.And(v4.cached(p), staged(v4.own(p)))).named("staged", u.facts)
 
 
 # --- load_back (spec/load_path.py), prefetch_from_storage (spec/prefetch.py) ---------------
@@ -309,6 +312,8 @@ def load_back(u, v: Paged, a) -> Paged:
     u.facts.append(forall(lambda x: z3.Implies(chain(x), v.host(x) == HOST_RESIDENT)))
     on_path = lambda x: z3.And(v.live(x), f.le(x, e))
     return v.update(
+        # one H->D copy of the chain's pages, in flight
+        lfly=lambda p: z3.Or(v.lfly(p), z3.And(v.cached(p), chain(v.own(p)))),
         dev=lambda x: z3.If(chain(x), z3.IntVal(LOADING), v.dev(x)),
         lbp=lambda x: z3.Or(chain(x), v.lbp(x)),
         lock=lambda x: z3.If(on_path(x), v.lock(x) + 1, v.lock(x)),
@@ -375,7 +380,7 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     v2 = v1.update(**fields).named("fetched", u.facts)
     anc = a["anchor"]
     release = lambda x: z3.And(a["has_anchor"], x == anc, v2.live(x))
-    out = v2.set_node(release, href=lambda x: v2.href(x) - 1)
+    out = reads_settle(u, v2.set_node(release, href=lambda x: v2.href(x) - 1), a)
     # the vote's hang and the released tail's queue entry (not followed)
     return havoc_scalars(out, "check", "hung", "relq_n", "relq_sum", "r0_relq_n", "r0_relq_sum").named(
         "released", u.facts)
@@ -409,6 +414,49 @@ def disabled(u) -> Dict:
     return {}
 
 
+def enqueue(v: Paged, rel: str, pages: Callable) -> Paged:
+    """A copy over ``pages`` joins queue relation ``rel`` (paged.QUEUE_PAGES)."""
+    old = v.f[rel]
+    return v.update(**{rel: lambda p: z3.Or(old(p), pages(p))})
+
+
+def settle(u, v: Paged, fly: str, done: str) -> Paged:
+    """write_dma_done / load_dma_done: a copy in flight finishes (some of ``fly``'s
+    pages, a free set, move to ``done``)."""
+    x = choice(f"finished_{fly}")
+    f, d = v.f[fly], v.f[done]
+    return v.update(**{fly: lambda p: z3.And(f(p), z3.Not(x(p))), done: lambda p: z3.Or(d(p), z3.And(f(p), x(p)))})
+
+
+def write_dma_done(u, v: Paged, a) -> Paged:
+    return settle(u, v, "wfly", "wdn").named("dma", u.facts)
+
+
+def load_dma_done(u, v: Paged, a) -> Paged:
+    return settle(u, v, "lfly", "ldn").named("dma", u.facts)
+
+
+def backup_done(u, v: Paged, a) -> Paged:
+    """storage_backup_done: the head backup's ack (its pages, a free set, are no longer
+    in flight) and the store's shard bits."""
+    x = choice("acked")
+    return havoc(v.update(sfly=lambda p: z3.And(v.sfly(p), z3.Not(x(p)))), "store", "store").named("acked", u.facts)
+
+
+def reads_settle(u, v: Paged, a) -> Paged:
+    """prefetch_io, prefetch_read_fails, check_prefetch_progress's drop: a read finishes
+    or its entry leaves the queue, so a read into freed slots can only stop."""
+    out = havoc_scalars(v, "settle", "pfreed")
+    u.facts.append(z3.Implies(out.pfreed, v.pfreed))
+    return out
+
+
+def revoke(u, v: Paged, a) -> Paged:
+    """prefetch_revoke: flags only; revoke-frees-in-flight frees the host slots while the
+    read may still run (a read into freed slots may start)."""
+    return havoc_scalars(v, "revoke", "pfreed") if u.cfg.has("revoke-frees-in-flight") else v
+
+
 def havoc(v: Paged, name: str, *fields) -> Paged:
     """Fields the step changes in ways the unbounded view does not follow: any value."""
     return v.update(**{f: z3.Function(f"{name}.{f}!{next(_ids)}", PageSort, PAGE_FIELDS[f]) for f in fields})
@@ -426,6 +474,7 @@ def initial(u, v: Paged, a) -> Paged:
     """initial_state: nothing cached, no durable marks, an empty store."""
     false = lambda p: z3.BoolVal(False)
     return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True),
+                    **{q: false for q in QUEUE_PAGES}, pfreed=z3.BoolVal(False),
                     planned=z3.BoolVal(False), plan_wf=z3.BoolVal(True), hung=z3.IntVal(0), halted=z3.IntVal(0),
                     **{n: z3.BoolVal(True) for n in REGISTRY},
                     **{p + n: z3.BoolVal(False) if n == "closed" else z3.IntVal(0)
@@ -433,14 +482,13 @@ def initial(u, v: Paged, a) -> Paged:
 
 
 def unchanged(u, v: Paged, a) -> Paged:
-    """write_dma_done, load_dma_done, prefetch_io, registry_skew, prefetch_timeout,
-    prefetch_read_fails, prefetch_revoke: only queues, done counts, prefetch flags and
-    registry order change, none of which the view holds."""
+    """registry_skew, prefetch_timeout, local_access: only the registry order, a timer
+    flag or a rank's clock change, none of which the view holds."""
     return v
 
 
 def store_changes(u, v: Paged, a) -> Paged:
-    """storage_backup_done, store_lose: only the store's shard bits change."""
+    """store_lose: only the store's shard bits change."""
     return havoc(v, "store", "store")
 
 
@@ -460,24 +508,37 @@ def drain_round(u, v: Paged, a) -> Paged:
     return out.named("drained", u.facts)
 
 
+def _committed(u, v: Paged, done_rel: str, name: str):
+    """The nodes a sync round commits: some of those whose pages are all on finished
+    copies (the first MIN-over-ranks entries; entries cover whole nodes), and the
+    relation ``done_rel`` without their pages."""
+    done = choice(name)
+    rel = v.f[done_rel]
+    u.facts.append(forall(lambda x: z3.Implies(done(x), z3.And(
+        v.live(x), forall(lambda p: z3.Implies(node_has_page(u, v, x, p), rel(p)))))))
+    return done, lambda p: z3.And(rel(p), z3.Not(z3.And(v.cached(p), done(v.own(p)))))
+
+
 def writing_check(u, v: Paged, a) -> Paged:
     """writing_check (or its halt/hang): the nodes covering the committed D->H copies
-    (a free set) get their host copy, lock and href change (not followed)."""
-    done = choice("committed")
+    get their host copy and (storage) a backup in flight; lock and href change (not
+    followed)."""
+    done, left = _committed(u, v, "wdn", "committed")
     out = havoc(v.set_node(done, host=lambda x: z3.IntVal(HOST_RESIDENT)), "commit", "lock", "href")
+    out = enqueue(out.update(wdn=left), "sfly", lambda p: z3.And(b_(u.cfg.storage), v.cached(p), done(v.own(p))))
     return havoc_scalars(out, "commit", "hung", "halted").named("written", u.facts)
 
 
 def loading_check(u, v: Paged, a) -> Paged:
-    """loading_check (or its halt): the nodes covering the acked H->D copies (a free
-    set) become device resident with the load-back mark cleared; locks on their paths
-    change (not followed)."""
-    done = choice("loaded")
+    """loading_check (or its halt): the nodes covering the acked H->D copies become
+    device resident with the load-back mark cleared; locks on their paths change (not
+    followed)."""
+    done, left = _committed(u, v, "ldn", "loaded")
     out = havoc(v.set_node(done, dev=lambda x: z3.IntVal(RESIDENT), lbp=lambda x: z3.BoolVal(False)), "loaded", "lock")
-    return havoc_scalars(out, "loaded", "halted").named("loaded", u.facts)
+    return havoc_scalars(out.update(ldn=left), "loaded", "halted").named("loaded", u.facts)
 
 
-ALL = ("no_ghost", "counter_sanity", "prefix_closed", "slot_ownership", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
+ALL = ("no_ghost", "no_use_after_free", "counter_sanity", "prefix_closed", "slot_ownership", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
        "tree_closed", "tree_paths", "node_fields", "device_closed", "durable_cached",
        # what only the drain round (and, for the digest, the other sync rounds) does
        "release_after_consensus", "mismatch_fail_closes", "fail_closed_is_final", "reclaim_digest_checked",
@@ -522,16 +583,16 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     # request locks: a split where the device match ends, lock counts not followed
     UAction("lock_request", lock_params, lock_request, tuple(t for t in ALL if t != "counter_sanity")),
     UAction("unlock_request", no_params, unlock_request, tuple(t for t in ALL if t != "counter_sanity")),
-    UAction("write_dma_done", no_params, unchanged, ALL),
-    UAction("load_dma_done", no_params, unchanged, ALL),
-    UAction("prefetch_io", no_params, unchanged, ALL),
+    UAction("write_dma_done", no_params, write_dma_done, ALL),
+    UAction("load_dma_done", no_params, load_dma_done, ALL),
+    UAction("prefetch_io", no_params, reads_settle, ALL),
     UAction("registry_skew", no_params, unchanged, ALL),
     # how a prefetch ends (spec/prefetch_end.py): only its queue entry's flags and done
     # count change; the revoke's retirement is the drain round's (drain_round)
     UAction("prefetch_timeout", no_params, unchanged, ALL),
-    UAction("prefetch_read_fails", no_params, unchanged, ALL),
-    UAction("prefetch_revoke", no_params, unchanged, ALL),
-    UAction("storage_backup_done", no_params, store_changes, ALL),
+    UAction("prefetch_read_fails", no_params, reads_settle, ALL),
+    UAction("prefetch_revoke", no_params, revoke, ALL),
+    UAction("storage_backup_done", no_params, backup_done, ALL),
     UAction("store_lose", no_params, store_changes, ALL),
     # lock decrements need lock_accounting (queue contents) for counter_sanity
     # what the tree, the device copies and the released mirrors decide (references and
@@ -540,10 +601,11 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
             ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership",
              "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted",
              "no_collective_hang")),  # the drain round halts, never hangs
-    UAction("writing_check", no_params, writing_check, SHAPE + ("no_ghost", "node_fields", "device_closed") + OFF_SYNC),
+    UAction("writing_check", no_params, writing_check,
+            SHAPE + ("no_ghost", "no_use_after_free", "node_fields", "device_closed") + OFF_SYNC),
     # which nodes load needs load_queue (LOADING nodes only) for device_closed
     UAction("loading_check", no_params, loading_check,  # halts, never hangs
-            SHAPE + ("no_ghost", "node_fields", "no_collective_hang") + OFF_SYNC),
+            SHAPE + ("no_ghost", "no_use_after_free", "node_fields", "no_collective_hang") + OFF_SYNC),
 ]}
 
 

@@ -24,7 +24,7 @@ import z3
 from .config import ProofConfig
 from .epr_actions import UACTIONS, effect
 from .epr_frame import READS, frame
-from .epr_properties import UINVARIANTS, UPROPS, device_leaves
+from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
 from .forest import Forest, PageSort, finite_model
 from .paged import read_rank, symbolic, values_to_rank
 
@@ -69,7 +69,7 @@ def setup(action: str, variants=frozenset(), fix=None) -> USetup:
     post = effect(u, action, pre, params)
     sol = z3.Solver()
     sol.add(*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in cfg.constraints()])
-    sol.add(*[UPROPS[n].fn(u, pre) for n in UINVARIANTS])
+    sol.add(*[UPROPS[n].fn(u, pre) for n in UINVARIANTS], *[h(u, pre) for h in UHYPOTHESES.values()])
     sol.add(*u.facts)
     return USetup(u, pre, post, params, sol)
 
@@ -103,7 +103,7 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
 def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
     from .obligations import Result
 
-    targets = [t for t in (targets or (*UPROPS, *READS)) if covered(t, action)]
+    targets = [t for t in dict.fromkeys(targets or (*UPROPS, *READS)) if covered(t, action)]
     # frame obligations: the step writes nothing the target reads (epr_frame)
     out = [Result(t, action, "proved", 0.0, None, "any") for t in targets if t not in UPROPS]
     targets = [t for t in targets if t in UPROPS]
@@ -164,7 +164,20 @@ def extract(su: USetup, model, target: str, action: str) -> Dict:
         "explicit": {},
         **({"slots": {w: _slots(model, v, order, m) for w, v in (("pre", su.pre), ("post", su.post))}}
            if target == "slot_ownership" else {}),
+        **({"queues": {w: _queues(model, v, order, m) for w, v in (("pre", su.pre), ("post", su.post))}}
+           if target == "no_use_after_free" else {}),
     }
+
+
+def _queues(model, view, order, m) -> Dict:
+    """A finite model's copies in flight: the pages under each queue relation
+    (paged.QUEUE_PAGES), whether the rank reads for storage, a read into freed slots."""
+    from .paged import QUEUE_PAGES
+
+    vals = read_rank(model, view, order)
+    is_true = lambda t: z3.is_true(model.eval(t, model_completion=True))
+    out = {n: [m.page_name(p) for p, x in enumerate(vals[n]) if x] for n in QUEUE_PAGES}
+    return {**out, "reads": is_true(view.reads), "pfreed": is_true(view.pfreed)}
 
 
 def _slots(model, view, order, m) -> Dict:

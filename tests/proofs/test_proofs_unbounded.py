@@ -9,7 +9,7 @@ import pytest
 import z3
 
 from tiercheck.proofs.agreement import concrete_ctx, lift
-from tiercheck.proofs.epr_agreement import admits, invariant_values, transition_values
+from tiercheck.proofs.epr_agreement import admits, hypothesis_values, invariant_values, transition_values
 from tiercheck.proofs.epr_obligations import COVERED_ACTIONS, prove_action
 from tiercheck.proofs.epr_properties import UPROPS
 from tiercheck.proofs.forest import Forest
@@ -94,6 +94,7 @@ def test_unbounded_invariants_agree_with_spec_and_bounded_encoding(name):
                 assert value(ctx.space, parts) is True
                 if n in SPEC:
                     assert not SPEC[n].fn(m, s)
+            assert hypothesis_values(m, s, r) == {"queue_pages": True}, s
 
 
 def test_unbounded_invariants_notice_a_broken_state():
@@ -121,6 +122,66 @@ def test_unbounded_invariants_notice_a_broken_state():
     assert value(ctx.space, STRENGTHENING["release_plan"].fn(ctx, lift(ctx, m, planned))) is False
     assert value(ctx.space, STRENGTHENING["release_queue"].fn(ctx, lift(ctx, m, queued))) is False
     assert value(ctx.space, STRENGTHENING["registry"].fn(ctx, lift(ctx, m, twice))) is False
+
+
+def _with_nodes(s, r, rs, e, **fields):
+    nodes = tuple(n._replace(**fields) if i == e else n for i, n in enumerate(rs.nodes))
+    return s._replace(ranks=s.ranks[:r] + (rs._replace(nodes=nodes),) + s.ranks[r + 1:])
+
+
+def _queued(name, field, cap=4000):
+    """A reachable state of the model (breadth-first) whose rank 0 has an entry in
+    ``field``'s queue, and that entry's end page."""
+    m = model(name)
+    s0 = m.init_states()[0]
+    seen, todo = {s0}, [s0]
+    while todo and len(seen) < cap:
+        s = todo.pop(0)
+        if getattr(s.ranks[0], field):
+            return m, s, getattr(s.ranks[0], field)[-1][1]
+        for _a, t in m.successors(s):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    pytest.fail(f"no {field} entry in {name}")
+
+
+@pytest.mark.parametrize("name,field,broken", [
+    ("wt-1r", "wq", dict(host=HOST_RESIDENT)),  # a D->H copy into a node no longer WRITING
+    ("wt-1r", "lq", dict(dev=RESIDENT, lbp=False)),  # an H->D copy into a resident node
+    ("wt-storage-1r", "sq", dict(host=ABSENT)),  # a backup reading a freed host copy
+])
+def test_no_use_after_free_notices_a_freed_target(name, field, broken):
+    """A state whose queued copy's node lost what the copy needs: the unbounded
+    no_use_after_free is violated as the spec's is; queue_pages (a consequence of the
+    bounded queue invariants) is violated too, since the node is no longer the queue's."""
+    m, s, e = _queued(name, field)
+    rs = s.ranks[0]
+    assert invariant_values(m, s, 0, ("no_use_after_free",)) == {"no_use_after_free": True}
+    bad = _with_nodes(s, 0, rs, rs.owner[e], **broken)
+    in_flight = {"wq": rs.wdone, "lq": rs.ldone, "sq": len(rs.sdone)}[field] < len(getattr(rs, field))
+    assert bool(SPEC["no_use_after_free"].fn(m, bad)) == in_flight
+    assert invariant_values(m, bad, 0, ("no_use_after_free",)) == {"no_use_after_free": not in_flight}
+    assert hypothesis_values(m, bad, 0) == {"queue_pages": False}
+
+
+def test_no_use_after_free_notices_a_read_into_freed_slots():
+    """revoke-frees-in-flight: the spec's violation (a read in flight into freed host
+    slots) is the unbounded invariant's too, on the explicit step that makes it."""
+    m = model("variants/revoke-frees-in-flight")
+    s0 = m.init_states()[0]
+    seen, todo = {s0}, [s0]
+    while todo:
+        s = todo.pop(0)
+        for a, t in m.successors(s):
+            if SPEC["no_use_after_free"].fn(m, t):
+                assert a.name == "prefetch_revoke" and admits(m, s, a, t, 0)
+                assert invariant_values(m, t, 0, ("no_use_after_free",)) == {"no_use_after_free": False}
+                return
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    pytest.fail("no violation reached")
 
 
 @pytest.mark.parametrize("name", MODELS)
