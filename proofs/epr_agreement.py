@@ -116,7 +116,7 @@ def admits(m, s, a, t, r: int) -> bool:
     u, pages, facts, pre, params, post = step_setup(m, s, r, a.name)
     target, tf = _lift(m, t, r, u, pages)
     bind = [params["node"] == pages[a["node"]]] if "node" in params else []
-    if "req" in params:
+    if "req" in params and "req" in dict(a.params):  # (check_prefetch_progress names its op, not the request)
         bind.append(params["req"] == pages[m.pages.request_pages[a["req"]][-1]])
     sol = z3.Solver()
     sol.add(*ground([*facts, *u.facts, *tf, *bind, same_view(u, post, target)], pages, u.slot_consts))

@@ -287,3 +287,35 @@ def test_whole_unbounded_audit_of_correct_spec():
     assert audit.failed == [] and audit.theorems_ok()
     n_any = sum(r.pages == "any" for r in audit.obligations)
     assert n_any == sum(covered(r.target, r.action) for r in audit.obligations) > 100
+
+
+# the steps whose page-sorted encoding moves pages between queue relations
+QUEUE_STEPS = ("insert", "evict", "load_back", "write_dma_done", "writing_check", "load_dma_done", "loading_check",
+               "storage_backup_done", "prefetch_io", "prefetch_read_fails", "prefetch_revoke",
+               "check_prefetch_progress", "drain_storage_control_queues")
+
+
+@pytest.mark.parametrize("name", ["wt-storage-1r", "wb-storage-1r", "wt-prefetch-revoke-1r",
+                                  pytest.param("wt-prefetch-fail-1r", marks=pytest.mark.slow),
+                                  pytest.param("variants/revoke-frees-in-flight", marks=pytest.mark.slow)])
+def test_queue_steps_admitted(name, per_action=3, cap=600):
+    """Breadth-first from the initial state: up to ``per_action`` explicit steps of each
+    step that moves queue pages, where some queue is nonempty, are behaviours of the
+    unbounded encoding (the queue relations compared page by page, proofs.epr_agreement
+    same_view), with queue_pages holding before."""
+    m = model(name)
+    s0 = m.init_states()[0]
+    seen, todo, done = {s0}, [s0], {}
+    while todo and len(seen) < cap:
+        s = todo.pop(0)
+        busy = any(rs.wq or rs.lq or rs.sq or rs.pq for rs in s.ranks)
+        for a, t in m.successors(s):
+            if busy and a.name in QUEUE_STEPS and done.get(a.name, 0) < per_action and t != s:
+                for r in range(m.cfg.ranks):
+                    assert admits(m, s, a, t, r), (name, a, r)
+                    assert hypothesis_values(m, s, r) == {"queue_pages": True}
+                done[a.name] = done.get(a.name, 0) + 1
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    assert len(done) >= 5, done
