@@ -339,6 +339,8 @@ def prefetch_from_storage(u, v: Paged, a) -> Paged:
     at = lambda x: z3.And(has, x == anc)
     v = v.set_node(at, href=lambda x: v.href(x) + 1).named("protected", u.facts)
     v = evict_host(u, v, a["host_evict"], a["dups"], a["leaf"])
+    # allocated: the prefetch joins pq (its anchor anchored); else the anchor is released
+    v = enqueue(v, "anchored", lambda x: z3.And(at(x), a["ok"]))
     return v.set_node(lambda x: z3.And(at(x), z3.Not(a["ok"])), href=lambda x: v.href(x) - 1).named(
         "prefetching", u.facts)
 
@@ -362,6 +364,13 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     boundary at its deepest page, the rest becomes one host-only node, the anchor's
     protection is dropped."""
     f = u.forest
+    # the checked prefetch (prefetch_queue): its fetched pages start right below its
+    # anchor (a live host-resident node it holds a reference on), or at a root
+    first, anc = a["first"], a["anchor"]
+    u.facts += [z3.Implies(a["has_anchor"], v.anchored(anc)),
+                z3.Implies(z3.And(a["has_fetch"], a["has_anchor"]),
+                           forall(lambda z: f.lt(z, first) == f.le(z, anc))),
+                z3.Implies(z3.And(a["has_fetch"], z3.Not(a["has_anchor"])), forall(lambda z: z3.Not(f.lt(z, first))))]
     seg = lambda p: z3.And(a["has_fetch"], f.in_chain(a["first"], a["last"], p))
     b, fact = f.greatest_on_path(a["last"], lambda p: z3.And(seg(p), v.cached(p)), "have_to")
     u.facts.append(fact)
@@ -378,9 +387,12 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     fields["cached"] = lambda p: z3.Or(v1.cached(p), new(p))
     fields["own"] = lambda p: z3.If(new(p), last, v1.own(p))
     v2 = v1.update(**fields).named("fetched", u.facts)
-    anc = a["anchor"]
     release = lambda x: z3.And(a["has_anchor"], x == anc, v2.live(x))
-    out = reads_settle(u, v2.set_node(release, href=lambda x: v2.href(x) - 1), a)
+    # the entry leaves pq: its anchor stays anchored only if another prefetch shares it
+    shared = z3.Bool(f"anchor_shared!{next(_ids)}")
+    out = v2.set_node(release, href=lambda x: v2.href(x) - 1)
+    out = out.update(anchored=lambda x: z3.If(z3.And(a["has_anchor"], x == anc), shared, v2.anchored(x)))
+    out = reads_settle(u, out, a)
     # the vote's hang and the released tail's queue entry (not followed)
     return havoc_scalars(out, "check", "hung", "relq_n", "relq_sum", "r0_relq_n", "r0_relq_sum").named(
         "released", u.facts)
@@ -502,6 +514,9 @@ def drain_round(u, v: Paged, a) -> Paged:
         v.live(x), v.dev(x) == RESIDENT, v.host(x) == HOST_RESIDENT))))
     out = havoc(v.set_node(released, host=lambda x: z3.IntVal(ABSENT), rel=lambda x: z3.BoolVal(True)),
                 "drain", "href", "durable")
+    # revoked prefetches retired: their anchors may stop being anchored
+    kept = choice("still_anchored")
+    out = out.update(anchored=lambda x: z3.And(v.anchored(x), kept(x)))
     # the round's plan, fail-close and halt outcome (not followed)
     out = havoc_scalars(out, "drain", *(f for f in SCALAR_FIELDS if f != "hung"))
     u.facts.append(forall(lambda p: z3.Implies(out.durable(p), v.cached(p))))
@@ -521,10 +536,15 @@ def _committed(u, v: Paged, done_rel: str, name: str):
 
 def writing_check(u, v: Paged, a) -> Paged:
     """writing_check (or its halt/hang): the nodes covering the committed D->H copies
-    get their host copy and (storage) a backup in flight; lock and href change (not
-    followed)."""
+    get their host copy, drop their write lock and (storage) hold a backup in flight."""
     done, left = _committed(u, v, "wdn", "committed")
-    out = havoc(v.set_node(done, host=lambda x: z3.IntVal(HOST_RESIDENT)), "commit", "lock", "href")
+    # commit_writes: the write lock dropped under write-through (split-write-lock-leak:
+    # only on the node the copy was registered with, so maybe not), a host reference
+    # for the storage backup
+    kept = choice("lock_leaked") if u.cfg.has("split-write-lock-leak") else (lambda x: z3.BoolVal(False))
+    unlock = lambda x: z3.If(z3.And(z3.Not(b_(u.cfg.wb)), z3.Not(kept(x))), 1, 0)
+    out = v.set_node(done, host=lambda x: z3.IntVal(HOST_RESIDENT), lock=lambda x: v.lock(x) - unlock(x),
+                     href=lambda x: v.href(x) + z3.If(b_(u.cfg.storage), 1, 0))
     out = enqueue(out.update(wdn=left), "sfly", lambda p: z3.And(b_(u.cfg.storage), v.cached(p), done(v.own(p))))
     return havoc_scalars(out, "commit", "hung", "halted").named("written", u.facts)
 
@@ -556,11 +576,10 @@ SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed
          "release_safety")
 
 
-# tree_closed and tree_paths need the anchor to be a live node end right above the
-# fetched pages, counter_sanity its protection still held: prefetch_queue and
-# href_accounting, both about queue contents (bounded)
-PREFETCH_CHECK = tuple(t for t in ALL if t not in ("tree_closed", "tree_paths", "counter_sanity", "prefix_closed",
-                                                  "no_collective_hang", "flags", "release_queue", "shared_queues",
+# the anchor is a live node end right above the fetched pages, its protection still held
+# (the ``anchored`` relation and queue_pages); the vote's hang, the release queue and the
+# registry are written by the step (not followed)
+PREFETCH_CHECK = tuple(t for t in ALL if t not in ("no_collective_hang", "flags", "release_queue", "shared_queues",
                                                   "registry"))
 
 
@@ -602,10 +621,11 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
              "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted",
              "no_collective_hang")),  # the drain round halts, never hangs
     UAction("writing_check", no_params, writing_check,
-            SHAPE + ("no_ghost", "no_use_after_free", "node_fields", "device_closed") + OFF_SYNC),
-    # which nodes load needs load_queue (LOADING nodes only) for device_closed
+            SHAPE + ("no_ghost", "no_use_after_free", "counter_sanity", "node_fields", "device_closed") + OFF_SYNC),
+    # the loaded nodes are those of finished H->D copies (LOADING: queue_pages), so
+    # device_closed holds too
     UAction("loading_check", no_params, loading_check,  # halts, never hangs
-            SHAPE + ("no_ghost", "no_use_after_free", "node_fields", "no_collective_hang") + OFF_SYNC),
+            SHAPE + ("no_ghost", "no_use_after_free", "node_fields", "device_closed", "no_collective_hang") + OFF_SYNC),
 ]}
 
 

@@ -217,7 +217,9 @@ def queue_pages(u, v):
     an H->D copy's page is in a LOADING node, locked by the load (its anchor is at or
     below); backup_queue + href_accounting: a backup's page is in a host-resident node
     holding a host reference; entries cover whole nodes and are pairwise disjoint, so a
-    node's pages are all on one entry (finished or not) or on none."""
+    node's pages are all on one entry (finished or not) or on none; prefetch_queue +
+    href_accounting: a prefetch's anchor is a live host-resident node it holds a host
+    reference on."""
     def node_wide(rel):
         return forall(lambda p, q: z3.Implies(z3.And(rel(p), v.cached(q), v.own(q) == v.own(p)), rel(q)), 2)
 
@@ -227,7 +229,8 @@ def queue_pages(u, v):
             z3.Implies(z3.Or(v.wfly(p), v.wdn(p)), z3.And(v.cached(p), at(p, v.host) == WRITING, at(p, v.lock) >= 1)),
             z3.Implies(z3.Or(v.lfly(p), v.ldn(p)), z3.And(v.cached(p), at(p, v.dev) == LOADING, at(p, v.lock) >= 1)),
             z3.Implies(v.sfly(p), z3.And(v.cached(p), at(p, v.host) == HOST_RESIDENT, at(p, v.href) >= 1)),
-            z3.Not(z3.And(v.wfly(p), v.wdn(p))), z3.Not(z3.And(v.lfly(p), v.ldn(p))))),
+            z3.Not(z3.And(v.wfly(p), v.wdn(p))), z3.Not(z3.And(v.lfly(p), v.ldn(p))),
+            z3.Implies(v.anchored(p), z3.And(v.live(p), v.host(p) == HOST_RESIDENT, v.href(p) >= 1)))),
         *[node_wide(getattr(v, n)) for n in ("wfly", "wdn", "lfly", "ldn")])
 
 

@@ -22,7 +22,7 @@ import z3
 from .forest import PageSort, SlotSort, forall
 
 I, B = z3.IntSort(), z3.BoolSort()
-QUEUE_PAGES = ("wfly", "wdn", "lfly", "ldn", "sfly")
+QUEUE_PAGES = ("wfly", "wdn", "lfly", "ldn", "sfly", "anchored")
 PAGE_FIELDS: Dict[str, object] = {
     "cached": B,  # owner[p] >= 0
     "own": PageSort,  # owner[p] (meaningful where cached)
@@ -34,7 +34,8 @@ PAGE_FIELDS: Dict[str, object] = {
     "dslot": SlotSort,  # RankState.dslot[p] (meaningful where the page holds a device copy)
     # the copies in flight over page p (spec no_use_after_free): on a D->H copy still
     # running (wq[wdone:]) or finished but not committed (wq[:wdone]); the same for H->D
-    # (lq, ldone); on an H->L3 backup whose ack has not come (sq[len(sdone):])
+    # (lq, ldone); on an H->L3 backup whose ack has not come (sq[len(sdone):]);
+    # ``anchored``: the page ends the anchor node of some prefetch in pq
     **{q: B for q in QUEUE_PAGES},
 }
 # Per-slot state of the device pool (Config ``slots``): the free set, RankState.dfree.
@@ -166,7 +167,7 @@ def queue_pages(m, rs, r: int) -> dict:
     chain = lambda ops: {p for start, end in ops for p in m.pages.chain(start, end)}
     return {"wfly": chain(rs.wq[rs.wdone:]), "wdn": chain(rs.wq[:rs.wdone]),
             "lfly": chain(rs.lq[rs.ldone:]), "ldn": chain(rs.lq[:rs.ldone]),
-            "sfly": chain(rs.sq[len(rs.sdone):]),
+            "sfly": chain(rs.sq[len(rs.sdone):]), "anchored": {op[1] for op in rs.pq if op[1] >= 0},
             "reads": not (m.cfg.single_writer and r > 0), "pfreed": read_into_freed(m, rs) is not None}
 
 
