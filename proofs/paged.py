@@ -88,23 +88,41 @@ class Paged:
         return self.update(**new)
 
     def named(self, tag: str, facts: List) -> "Paged":
-        """Every field as a fresh function, defined equal to its term (facts)."""
+        """Every field as a fresh function, defined equal to its term (facts). A field
+        that already is a named function (or constant), i.e. unchanged since the last
+        naming, is kept as it is: a copy would only add an equation to instantiate."""
         out = {}
         uid = next(_ids)
         for name, sort in PAGE_FIELDS.items():
+            if _is_name(self.f[name]):
+                out[name] = self.f[name]
+                continue
             fn = z3.Function(f"{tag}.{name}!{uid}", PageSort, sort)
             facts.append(forall(lambda p, fn=fn, old=self.f[name]: fn(p) == old(p)))
             out[name] = fn
         for name, sort in SLOT_FIELDS.items():
+            if _is_name(self.f[name]):
+                out[name] = self.f[name]
+                continue
             fn = z3.Function(f"{tag}.{name}!{uid}", SlotSort, sort)
             x = z3.Const(f"x!{uid}", SlotSort)
             facts.append(z3.ForAll([x], fn(x) == self.f[name](x)))
             out[name] = fn
         for name, sort in SCALAR_FIELDS.items():
+            if _is_name(self.f[name]):
+                out[name] = self.f[name]
+                continue
             c = z3.Const(f"{tag}.{name}!{uid}", sort)
             facts.append(c == self.f[name])
             out[name] = c
         return Paged(out)
+
+
+def _is_name(x) -> bool:
+    """An uninterpreted function, or an uninterpreted constant."""
+    if isinstance(x, z3.FuncDeclRef):
+        return x.kind() == z3.Z3_OP_UNINTERPRETED
+    return z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED
 
 
 def symbolic(name: str) -> Paged:
