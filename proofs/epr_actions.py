@@ -368,8 +368,8 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     # anchor (a live host-resident node it holds a reference on), or at a root
     first, anc = a["first"], a["anchor"]
     u.facts += [z3.Implies(a["has_anchor"], v.anchored(anc)),
-                z3.Implies(z3.And(a["has_fetch"], a["has_anchor"]),
-                           forall(lambda z: f.lt(z, first) == f.le(z, anc))),
+                z3.Implies(z3.And(a["has_fetch"], a["has_anchor"]), z3.And(
+                    f.lt(anc, first), forall(lambda z: z3.Implies(f.lt(z, first), f.le(z, anc))))),
                 z3.Implies(z3.And(a["has_fetch"], z3.Not(a["has_anchor"])), forall(lambda z: z3.Not(f.lt(z, first))))]
     seg = lambda p: z3.And(a["has_fetch"], f.in_chain(a["first"], a["last"], p))
     b, fact = f.greatest_on_path(a["last"], lambda p: z3.And(seg(p), v.cached(p)), "have_to")
