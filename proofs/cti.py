@@ -271,6 +271,8 @@ def format_cti(cti: Dict) -> List[str]:
             sl = cti["slots"][when]
             lines.append(f"device slots {when}: " + ", ".join(f"page {p} -> slot {x}" for p, x in sl["owner"].items())
                          + f"; free {sl['free']}")
+    for when, q in (cti.get("queues") or {}).items():  # no_use_after_free's page relations (epr_obligations)
+        lines.append(f"copies in flight {when}: " + "; ".join(f"{k} {v}" for k, v in q.items()))
     ex = cti.get("explicit") or {}
     if "successor" in ex:
         lines.append(f"explicit spec replay: successor {ex['successor']}")

@@ -23,7 +23,7 @@ import z3
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
-from .paged import PAGE_FIELDS, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
+from .paged import PAGE_FIELDS, QUEUE_PAGES, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
 
 _ids = itertools.count()
 
@@ -173,6 +173,8 @@ def evict(u, v: Paged, a) -> Paged:
     storage = z3.If(b_(u.cfg.storage), 1, 0)
     written = other.set_node(lambda x: z3.And(do, x == e), host=lambda x: z3.IntVal(HOST_RESIDENT),
                              href=lambda x: other.href(x) + storage)
+    # ... and its storage backup queued (in flight)
+    written = enqueue(written, "sfly", lambda p: z3.And(do, b_(u.cfg.storage), other.cached(p), other.own(p) == e))
     written = demote(written, e, do).named("written", u.facts)
     return view_ite(wp, written, plain).named("evicted", u.facts)
 
@@ -285,8 +287,9 @@ def insert(u, v: Paged, a) -> Paged:
     else:
         u.facts.append(forall(lambda y: z3.Implies(staged(y), z3.And(
             wt, v4.live(y), v4.host(y) == ABSENT, v4.dev(y) == RESIDENT))))
-    return v4.set_node(staged, host=lambda y: z3.IntVal(WRITING), lock=lambda y: v4.lock(y) + 1).named(
-        "staged", u.facts)
+    out = v4.set_node(staged, host=lambda y: z3.IntVal(WRITING), lock=lambda y: v4.lock(y) + 1)
+    # each staged node's D->H copy is queued, in flight
+    return enqueue(out, "wfly", lambda p: z3.And(v4.cached(p), staged(v4.own(p)))).named("staged", u.facts)
 
 
 # --- load_back (spec/load_path.py), prefetch_from_storage (spec/prefetch.py) ---------------
@@ -309,6 +312,8 @@ def load_back(u, v: Paged, a) -> Paged:
     u.facts.append(forall(lambda x: z3.Implies(chain(x), v.host(x) == HOST_RESIDENT)))
     on_path = lambda x: z3.And(v.live(x), f.le(x, e))
     return v.update(
+        # one H->D copy of the chain's pages, in flight
+        lfly=lambda p: z3.Or(v.lfly(p), z3.And(v.cached(p), chain(v.own(p)))),
         dev=lambda x: z3.If(chain(x), z3.IntVal(LOADING), v.dev(x)),
         lbp=lambda x: z3.Or(chain(x), v.lbp(x)),
         lock=lambda x: z3.If(on_path(x), v.lock(x) + 1, v.lock(x)),
@@ -334,6 +339,8 @@ def prefetch_from_storage(u, v: Paged, a) -> Paged:
     at = lambda x: z3.And(has, x == anc)
     v = v.set_node(at, href=lambda x: v.href(x) + 1).named("protected", u.facts)
     v = evict_host(u, v, a["host_evict"], a["dups"], a["leaf"])
+    # allocated: the prefetch joins pq (its anchor anchored); else the anchor is released
+    v = enqueue(v, "anchored", lambda x: z3.And(at(x), a["ok"]))
     return v.set_node(lambda x: z3.And(at(x), z3.Not(a["ok"])), href=lambda x: v.href(x) - 1).named(
         "prefetching", u.facts)
 
@@ -357,6 +364,13 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     boundary at its deepest page, the rest becomes one host-only node, the anchor's
     protection is dropped."""
     f = u.forest
+    # the checked prefetch (prefetch_queue): its fetched pages start right below its
+    # anchor (a live host-resident node it holds a reference on), or at a root
+    first, anc = a["first"], a["anchor"]
+    u.facts += [z3.Implies(a["has_anchor"], v.anchored(anc)),
+                z3.Implies(z3.And(a["has_fetch"], a["has_anchor"]), z3.And(
+                    f.lt(anc, first), forall(lambda z: z3.Implies(f.lt(z, first), f.le(z, anc))))),
+                z3.Implies(z3.And(a["has_fetch"], z3.Not(a["has_anchor"])), forall(lambda z: z3.Not(f.lt(z, first))))]
     seg = lambda p: z3.And(a["has_fetch"], f.in_chain(a["first"], a["last"], p))
     b, fact = f.greatest_on_path(a["last"], lambda p: z3.And(seg(p), v.cached(p)), "have_to")
     u.facts.append(fact)
@@ -373,9 +387,12 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     fields["cached"] = lambda p: z3.Or(v1.cached(p), new(p))
     fields["own"] = lambda p: z3.If(new(p), last, v1.own(p))
     v2 = v1.update(**fields).named("fetched", u.facts)
-    anc = a["anchor"]
     release = lambda x: z3.And(a["has_anchor"], x == anc, v2.live(x))
+    # the entry leaves pq: its anchor stays anchored only if another prefetch shares it
+    shared = z3.Bool(f"anchor_shared!{next(_ids)}")
     out = v2.set_node(release, href=lambda x: v2.href(x) - 1)
+    out = out.update(anchored=lambda x: z3.If(z3.And(a["has_anchor"], x == anc), shared, v2.anchored(x)))
+    out = reads_settle(u, out, a)
     # the vote's hang and the released tail's queue entry (not followed)
     return havoc_scalars(out, "check", "hung", "relq_n", "relq_sum", "r0_relq_n", "r0_relq_sum").named(
         "released", u.facts)
@@ -409,6 +426,49 @@ def disabled(u) -> Dict:
     return {}
 
 
+def enqueue(v: Paged, rel: str, pages: Callable) -> Paged:
+    """A copy over ``pages`` joins queue relation ``rel`` (paged.QUEUE_PAGES)."""
+    old = v.f[rel]
+    return v.update(**{rel: lambda p: z3.Or(old(p), pages(p))})
+
+
+def settle(u, v: Paged, fly: str, done: str) -> Paged:
+    """write_dma_done / load_dma_done: a copy in flight finishes (some of ``fly``'s
+    pages, a free set, move to ``done``)."""
+    x = choice(f"finished_{fly}")
+    f, d = v.f[fly], v.f[done]
+    return v.update(**{fly: lambda p: z3.And(f(p), z3.Not(x(p))), done: lambda p: z3.Or(d(p), z3.And(f(p), x(p)))})
+
+
+def write_dma_done(u, v: Paged, a) -> Paged:
+    return settle(u, v, "wfly", "wdn").named("dma", u.facts)
+
+
+def load_dma_done(u, v: Paged, a) -> Paged:
+    return settle(u, v, "lfly", "ldn").named("dma", u.facts)
+
+
+def backup_done(u, v: Paged, a) -> Paged:
+    """storage_backup_done: the head backup's ack (its pages, a free set, are no longer
+    in flight) and the store's shard bits."""
+    x = choice("acked")
+    return havoc(v.update(sfly=lambda p: z3.And(v.sfly(p), z3.Not(x(p)))), "store", "store").named("acked", u.facts)
+
+
+def reads_settle(u, v: Paged, a) -> Paged:
+    """prefetch_io, prefetch_read_fails, check_prefetch_progress's drop: a read finishes
+    or its entry leaves the queue, so a read into freed slots can only stop."""
+    out = havoc_scalars(v, "settle", "pfreed")
+    u.facts.append(z3.Implies(out.pfreed, v.pfreed))
+    return out
+
+
+def revoke(u, v: Paged, a) -> Paged:
+    """prefetch_revoke: flags only; revoke-frees-in-flight frees the host slots while the
+    read may still run (a read into freed slots may start)."""
+    return havoc_scalars(v, "revoke", "pfreed") if u.cfg.has("revoke-frees-in-flight") else v
+
+
 def havoc(v: Paged, name: str, *fields) -> Paged:
     """Fields the step changes in ways the unbounded view does not follow: any value."""
     return v.update(**{f: z3.Function(f"{name}.{f}!{next(_ids)}", PageSort, PAGE_FIELDS[f]) for f in fields})
@@ -426,6 +486,7 @@ def initial(u, v: Paged, a) -> Paged:
     """initial_state: nothing cached, no durable marks, an empty store."""
     false = lambda p: z3.BoolVal(False)
     return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True),
+                    **{q: false for q in QUEUE_PAGES}, pfreed=z3.BoolVal(False),
                     planned=z3.BoolVal(False), plan_wf=z3.BoolVal(True), hung=z3.IntVal(0), halted=z3.IntVal(0),
                     **{n: z3.BoolVal(True) for n in REGISTRY},
                     **{p + n: z3.BoolVal(False) if n == "closed" else z3.IntVal(0)
@@ -433,14 +494,13 @@ def initial(u, v: Paged, a) -> Paged:
 
 
 def unchanged(u, v: Paged, a) -> Paged:
-    """write_dma_done, load_dma_done, prefetch_io, registry_skew, prefetch_timeout,
-    prefetch_read_fails, prefetch_revoke: only queues, done counts, prefetch flags and
-    registry order change, none of which the view holds."""
+    """registry_skew, prefetch_timeout, local_access: only the registry order, a timer
+    flag or a rank's clock change, none of which the view holds."""
     return v
 
 
 def store_changes(u, v: Paged, a) -> Paged:
-    """storage_backup_done, store_lose: only the store's shard bits change."""
+    """store_lose: only the store's shard bits change."""
     return havoc(v, "store", "store")
 
 
@@ -454,30 +514,51 @@ def drain_round(u, v: Paged, a) -> Paged:
         v.live(x), v.dev(x) == RESIDENT, v.host(x) == HOST_RESIDENT))))
     out = havoc(v.set_node(released, host=lambda x: z3.IntVal(ABSENT), rel=lambda x: z3.BoolVal(True)),
                 "drain", "href", "durable")
+    # revoked prefetches retired: their anchors may stop being anchored
+    kept = choice("still_anchored")
+    out = out.update(anchored=lambda x: z3.And(v.anchored(x), kept(x)))
     # the round's plan, fail-close and halt outcome (not followed)
     out = havoc_scalars(out, "drain", *(f for f in SCALAR_FIELDS if f != "hung"))
     u.facts.append(forall(lambda p: z3.Implies(out.durable(p), v.cached(p))))
     return out.named("drained", u.facts)
 
 
+def _committed(u, v: Paged, done_rel: str, name: str):
+    """The nodes a sync round commits: some of those whose pages are all on finished
+    copies (the first MIN-over-ranks entries; entries cover whole nodes), and the
+    relation ``done_rel`` without their pages."""
+    done = choice(name)
+    rel = v.f[done_rel]
+    u.facts.append(forall(lambda x: z3.Implies(done(x), z3.And(
+        v.live(x), forall(lambda p: z3.Implies(node_has_page(u, v, x, p), rel(p)))))))
+    return done, lambda p: z3.And(rel(p), z3.Not(z3.And(v.cached(p), done(v.own(p)))))
+
+
 def writing_check(u, v: Paged, a) -> Paged:
     """writing_check (or its halt/hang): the nodes covering the committed D->H copies
-    (a free set) get their host copy, lock and href change (not followed)."""
-    done = choice("committed")
-    out = havoc(v.set_node(done, host=lambda x: z3.IntVal(HOST_RESIDENT)), "commit", "lock", "href")
+    get their host copy, drop their write lock and (storage) hold a backup in flight."""
+    done, left = _committed(u, v, "wdn", "committed")
+    # commit_writes: the write lock dropped under write-through (split-write-lock-leak:
+    # only on the node the copy was registered with, so maybe not), a host reference
+    # for the storage backup
+    kept = choice("lock_leaked") if u.cfg.has("split-write-lock-leak") else (lambda x: z3.BoolVal(False))
+    unlock = lambda x: z3.If(z3.And(z3.Not(b_(u.cfg.wb)), z3.Not(kept(x))), 1, 0)
+    out = v.set_node(done, host=lambda x: z3.IntVal(HOST_RESIDENT), lock=lambda x: v.lock(x) - unlock(x),
+                     href=lambda x: v.href(x) + z3.If(b_(u.cfg.storage), 1, 0))
+    out = enqueue(out.update(wdn=left), "sfly", lambda p: z3.And(b_(u.cfg.storage), v.cached(p), done(v.own(p))))
     return havoc_scalars(out, "commit", "hung", "halted").named("written", u.facts)
 
 
 def loading_check(u, v: Paged, a) -> Paged:
-    """loading_check (or its halt): the nodes covering the acked H->D copies (a free
-    set) become device resident with the load-back mark cleared; locks on their paths
-    change (not followed)."""
-    done = choice("loaded")
+    """loading_check (or its halt): the nodes covering the acked H->D copies become
+    device resident with the load-back mark cleared; locks on their paths change (not
+    followed)."""
+    done, left = _committed(u, v, "ldn", "loaded")
     out = havoc(v.set_node(done, dev=lambda x: z3.IntVal(RESIDENT), lbp=lambda x: z3.BoolVal(False)), "loaded", "lock")
-    return havoc_scalars(out, "loaded", "halted").named("loaded", u.facts)
+    return havoc_scalars(out.update(ldn=left), "loaded", "halted").named("loaded", u.facts)
 
 
-ALL = ("no_ghost", "counter_sanity", "prefix_closed", "slot_ownership", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
+ALL = ("no_ghost", "no_use_after_free", "counter_sanity", "prefix_closed", "slot_ownership", "locked_never_evicted", "release_safety", "tree_owner", "tree_chain",
        "tree_closed", "tree_paths", "node_fields", "device_closed", "durable_cached",
        # what only the drain round (and, for the digest, the other sync rounds) does
        "release_after_consensus", "mismatch_fail_closes", "fail_closed_is_final", "reclaim_digest_checked",
@@ -495,11 +576,10 @@ SHAPE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed
          "release_safety")
 
 
-# tree_closed and tree_paths need the anchor to be a live node end right above the
-# fetched pages, counter_sanity its protection still held: prefetch_queue and
-# href_accounting, both about queue contents (bounded)
-PREFETCH_CHECK = tuple(t for t in ALL if t not in ("tree_closed", "tree_paths", "counter_sanity", "prefix_closed",
-                                                  "no_collective_hang", "flags", "release_queue", "shared_queues",
+# the anchor is a live node end right above the fetched pages, its protection still held
+# (the ``anchored`` relation and queue_pages); the vote's hang, the release queue and the
+# registry are written by the step (not followed)
+PREFETCH_CHECK = tuple(t for t in ALL if t not in ("no_collective_hang", "flags", "release_queue", "shared_queues",
                                                   "registry"))
 
 
@@ -522,16 +602,16 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     # request locks: a split where the device match ends, lock counts not followed
     UAction("lock_request", lock_params, lock_request, tuple(t for t in ALL if t != "counter_sanity")),
     UAction("unlock_request", no_params, unlock_request, tuple(t for t in ALL if t != "counter_sanity")),
-    UAction("write_dma_done", no_params, unchanged, ALL),
-    UAction("load_dma_done", no_params, unchanged, ALL),
-    UAction("prefetch_io", no_params, unchanged, ALL),
+    UAction("write_dma_done", no_params, write_dma_done, ALL),
+    UAction("load_dma_done", no_params, load_dma_done, ALL),
+    UAction("prefetch_io", no_params, reads_settle, ALL),
     UAction("registry_skew", no_params, unchanged, ALL),
     # how a prefetch ends (spec/prefetch_end.py): only its queue entry's flags and done
     # count change; the revoke's retirement is the drain round's (drain_round)
     UAction("prefetch_timeout", no_params, unchanged, ALL),
-    UAction("prefetch_read_fails", no_params, unchanged, ALL),
-    UAction("prefetch_revoke", no_params, unchanged, ALL),
-    UAction("storage_backup_done", no_params, store_changes, ALL),
+    UAction("prefetch_read_fails", no_params, reads_settle, ALL),
+    UAction("prefetch_revoke", no_params, revoke, ALL),
+    UAction("storage_backup_done", no_params, backup_done, ALL),
     UAction("store_lose", no_params, store_changes, ALL),
     # lock decrements need lock_accounting (queue contents) for counter_sanity
     # what the tree, the device copies and the released mirrors decide (references and
@@ -540,10 +620,12 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
             ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership",
              "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted",
              "no_collective_hang")),  # the drain round halts, never hangs
-    UAction("writing_check", no_params, writing_check, SHAPE + ("no_ghost", "node_fields", "device_closed") + OFF_SYNC),
-    # which nodes load needs load_queue (LOADING nodes only) for device_closed
+    UAction("writing_check", no_params, writing_check,
+            SHAPE + ("no_ghost", "no_use_after_free", "counter_sanity", "node_fields", "device_closed") + OFF_SYNC),
+    # the loaded nodes are those of finished H->D copies (LOADING: queue_pages), so
+    # device_closed holds too
     UAction("loading_check", no_params, loading_check,  # halts, never hangs
-            SHAPE + ("no_ghost", "node_fields", "no_collective_hang") + OFF_SYNC),
+            SHAPE + ("no_ghost", "no_use_after_free", "node_fields", "device_closed", "no_collective_hang") + OFF_SYNC),
 ]}
 
 

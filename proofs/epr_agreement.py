@@ -17,14 +17,14 @@ import z3
 from .config import ProofConfig
 from .epr_actions import UACTIONS, effect
 from .epr_obligations import UCtx, covered
-from .epr_properties import UPROPS, device_leaves, holds_device_slot
+from .epr_properties import UHYPOTHESES, UPROPS, device_leaves, holds_device_slot
 from .forest import Forest, PageSort, SlotSort, forall, ground
-from .paged import NODE_FIELDS, SCALAR_FIELDS, from_rank
+from .paged import NODE_FIELDS, QUEUE_PAGES, SCALAR_FIELDS, from_rank, queue_pages
 
 
 def _lift(m, s, r, u, pages):
-    v, facts = from_rank(s.ranks[r], s.store[r], pages, u.slot_consts, s.hung, s.halted, s.ranks[0])
-    return v, facts
+    return from_rank(s.ranks[r], s.store[r], pages, u.slot_consts, s.hung, s.halted, s.ranks[0],
+                     queue_pages(m, s.ranks[r], r))
 
 
 def _base(m):
@@ -73,8 +73,17 @@ def invariant_values(m, s, r: int, names=None) -> Dict[str, bool]:
                      u.slot_consts)
 
 
+def hypothesis_values(m, s, r: int) -> Dict[str, bool]:
+    """The unbounded hypotheses that are consequences of bounded invariants
+    (epr_properties.UHYPOTHESES) on rank r of explicit state s."""
+    u, pages, facts = _base(m)
+    v, vf = _lift(m, s, r, u, pages)
+    return _all_hold(pages, facts + vf, {n: h(u, v) for n, h in UHYPOTHESES.items()}, u.slot_consts)
+
+
 def same_view(u, a, b):
-    """Equal as spec rank trees: cached pages and owners, live nodes' fields, marks."""
+    """Equal as spec rank trees: cached pages and owners, live nodes' fields, marks, the
+    pages under each queue."""
     def at(p):
         live = a.live(p)
         return z3.And(
@@ -82,6 +91,7 @@ def same_view(u, a, b):
             z3.Implies(live, z3.And(*[getattr(a, f)(p) == getattr(b, f)(p) for f in NODE_FIELDS])),
             a.durable(p) == b.durable(p), a.store(p) == b.store(p),
             z3.Implies(z3.And(u.slots, holds_device_slot(a, p)), a.dslot(p) == b.dslot(p)),
+            *[a.f[n](p) == b.f[n](p) for n in QUEUE_PAGES],
         )
 
     x = z3.Const(f"x!{id(a)}", SlotSort)
@@ -106,7 +116,7 @@ def admits(m, s, a, t, r: int) -> bool:
     u, pages, facts, pre, params, post = step_setup(m, s, r, a.name)
     target, tf = _lift(m, t, r, u, pages)
     bind = [params["node"] == pages[a["node"]]] if "node" in params else []
-    if "req" in params:
+    if "req" in params and "req" in dict(a.params):  # (check_prefetch_progress names its op, not the request)
         bind.append(params["req"] == pages[m.pages.request_pages[a["req"]][-1]])
     sol = z3.Solver()
     sol.add(*ground([*facts, *u.facts, *tf, *bind, same_view(u, post, target)], pages, u.slot_consts))

@@ -26,7 +26,8 @@ from .config import ProofConfig
 # spec's (the scheduler's own eviction): proved with it off, bounded with it on (proofs.audit).
 from .encode.scheduler_evict import EVICTING as BOUNDED_UNDER
 from .epr_actions import UACTIONS, effect
-from .epr_properties import UINVARIANTS, UPROPS, device_leaves
+from .epr_frame import READS, frame
+from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
 from .forest import Forest, PageSort, finite_model
 from .paged import read_rank, symbolic, values_to_rank
 
@@ -49,7 +50,9 @@ COVERED_ACTIONS = tuple(a for a in UACTIONS if a != "load_back")
 
 
 def covered(target: str, action: str) -> bool:
-    return action in COVERED_ACTIONS and target in UACTIONS[action].targets
+    """Whether the obligation is proved for any number of pages: decided by the
+    page-sorted encoding, or a frame obligation (proofs.epr_frame)."""
+    return action in COVERED_ACTIONS and target in UACTIONS[action].targets or frame(target, action)
 
 
 class USetup(NamedTuple):
@@ -79,6 +82,17 @@ def setup(action: str, variants=frozenset(), fix=None) -> USetup:
     return USetup(u, pre, post, params, sol)
 
 
+# Where the queue_pages hypothesis is used (elsewhere it only costs instantiations; a
+# hypothesis left out makes the obligation stronger, so this is sound either way).
+_QUEUE_ACTIONS = ("writing_check", "loading_check", "check_prefetch_progress")
+
+
+def hypotheses(su: USetup, target: str, action: str) -> list:
+    if target in ("no_use_after_free", "counter_sanity") or action in _QUEUE_ACTIONS:
+        return [h(su.u, su.pre) for h in UHYPOTHESES.values()]
+    return []
+
+
 def goal(su: USetup, target: str):
     p = UPROPS[target]
     if p.kind == "invariant":
@@ -92,6 +106,7 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
     t0 = time.perf_counter()
     su.solver.set("timeout", timeout_ms)
     su.solver.push()
+    su.solver.add(*hypotheses(su, target, action))
     negated = z3.Not(goal(su, target))
     su.solver.add(negated)
     res = su.solver.check()
@@ -108,11 +123,15 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
 def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
     from .obligations import Result
 
-    targets = [t for t in (targets or UPROPS) if covered(t, action)]
+    targets = [t for t in dict.fromkeys(targets or (*UPROPS, *READS)) if covered(t, action)]
+    # frame obligations: the step writes nothing the target reads (epr_frame)
+    out = [Result(t, action, "proved", 0.0, None, "any") for t in targets if t not in UPROPS]
+    targets = [t for t in targets if t in UPROPS]
+    if not targets:
+        return out
     t0 = time.perf_counter()
     su = setup(action, variants, fix)
     build = (time.perf_counter() - t0) / max(1, len(targets))
-    out = []
     for t in targets:
         status, secs, cti = check(su, t, action)
         out.append(Result(t, action, status, secs + build, cti, "any"))
@@ -165,7 +184,20 @@ def extract(su: USetup, model, target: str, action: str) -> Dict:
         "explicit": {},
         **({"slots": {w: _slots(model, v, order, m) for w, v in (("pre", su.pre), ("post", su.post))}}
            if target == "slot_ownership" else {}),
+        **({"queues": {w: _queues(model, v, order, m) for w, v in (("pre", su.pre), ("post", su.post))}}
+           if target == "no_use_after_free" else {}),
     }
+
+
+def _queues(model, view, order, m) -> Dict:
+    """A finite model's copies in flight: the pages under each queue relation
+    (paged.QUEUE_PAGES), whether the rank reads for storage, a read into freed slots."""
+    from .paged import QUEUE_PAGES
+
+    vals = read_rank(model, view, order)
+    is_true = lambda t: z3.is_true(model.eval(t, model_completion=True))
+    out = {n: [m.page_name(p) for p, x in enumerate(vals[n]) if x] for n in QUEUE_PAGES}
+    return {**out, "reads": is_true(view.reads), "pfreed": is_true(view.pfreed)}
 
 
 def _slots(model, view, order, m) -> Dict:

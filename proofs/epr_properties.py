@@ -85,6 +85,21 @@ def no_ghost(u, v):
     return forall(lambda e: z3.Implies(v.live(e), z3.Or(v.dev(e) == RESIDENT, v.host(e) == HOST_RESIDENT)))
 
 
+def no_use_after_free(u, v):
+    """Every page under a copy in flight is cached in a node that still holds what the
+    copy needs (spec/properties.py _dma_targets_held): D->H: device resident, host
+    WRITING; H->D: device LOADING, host resident; H->L3 (a rank that reads for storage):
+    host resident; and no prefetch read in flight into freed host slots."""
+    def held(p, dev, host):
+        x = v.own(p)
+        return z3.And(v.cached(p), v.host(x) == host, *([v.dev(x) == dev] if dev is not None else []))
+
+    return z3.And(z3.Not(v.pfreed), forall(lambda p: z3.And(
+        z3.Implies(v.wfly(p), held(p, RESIDENT, WRITING)),
+        z3.Implies(v.lfly(p), held(p, LOADING, HOST_RESIDENT)),
+        z3.Implies(z3.And(v.reads, v.sfly(p)), held(p, None, HOST_RESIDENT)))))
+
+
 def counter_sanity(u, v):
     return forall(lambda e: z3.Implies(v.live(e), z3.And(v.lock(e) >= 0, v.href(e) >= 0)))
 
@@ -193,6 +208,32 @@ def durable_cached(u, v):
     return forall(lambda p: z3.Implies(v.durable(p), v.cached(p)))
 
 
+def queue_pages(u, v):
+    """What the bounded queue and reference-count invariants say about the pages under
+    the queues, in page form (a hypothesis, not a target: each clause follows from
+    invariants of the bounded audit, whose own obligations are theirs):
+    write_queue + lock_accounting + node_fields: a D->H copy's page is cached in a
+    WRITING node, which holds its write lock (lock >= 1); load_queue + lock_accounting:
+    an H->D copy's page is in a LOADING node, locked by the load (its anchor is at or
+    below); backup_queue + href_accounting: a backup's page is in a host-resident node
+    holding a host reference; entries cover whole nodes and are pairwise disjoint, so a
+    node's pages are all on one entry (finished or not) or on none; prefetch_queue +
+    href_accounting: a prefetch's anchor is a live host-resident node it holds a host
+    reference on."""
+    def node_wide(rel):
+        return forall(lambda p, q: z3.Implies(z3.And(rel(p), v.cached(q), v.own(q) == v.own(p)), rel(q)), 2)
+
+    at = lambda p, f: f(v.own(p))
+    return z3.And(
+        forall(lambda p: z3.And(
+            z3.Implies(z3.Or(v.wfly(p), v.wdn(p)), z3.And(v.cached(p), at(p, v.host) == WRITING, at(p, v.lock) >= 1)),
+            z3.Implies(z3.Or(v.lfly(p), v.ldn(p)), z3.And(v.cached(p), at(p, v.dev) == LOADING, at(p, v.lock) >= 1)),
+            z3.Implies(v.sfly(p), z3.And(v.cached(p), at(p, v.host) == HOST_RESIDENT, at(p, v.href) >= 1)),
+            z3.Not(z3.And(v.wfly(p), v.wdn(p))), z3.Not(z3.And(v.lfly(p), v.ldn(p))),
+            z3.Implies(v.anchored(p), z3.And(v.live(p), v.host(p) == HOST_RESIDENT, v.href(p) >= 1)))),
+        *[node_wide(getattr(v, n)) for n in ("wfly", "wdn", "lfly", "ldn")])
+
+
 # --- consensus and durability, at the steps that leave them to the drain round -------------
 # Only the drain round releases mirrors, writes the plan and the fail-closed flag, and
 # adds durable marks (from its acks); the page-sorted encoding holds neither plans' nor
@@ -283,6 +324,7 @@ UPROPS: Dict[str, UProp] = {
     p.name: p
     for p in [
         UProp("no_ghost", "invariant", no_ghost),
+        UProp("no_use_after_free", "invariant", no_use_after_free),
         UProp("counter_sanity", "invariant", counter_sanity),
         UProp("prefix_closed", "invariant", prefix_closed),
         UProp("slot_ownership", "invariant", slot_ownership),
@@ -309,3 +351,5 @@ UPROPS: Dict[str, UProp] = {
     ]
 }
 UINVARIANTS = [n for n, p in UPROPS.items() if p.kind == "invariant"]
+# Hypotheses that are consequences of bounded invariants (see each), never targets.
+UHYPOTHESES = {"queue_pages": queue_pages}

@@ -22,6 +22,7 @@ import z3
 from .forest import PageSort, SlotSort, forall
 
 I, B = z3.IntSort(), z3.BoolSort()
+QUEUE_PAGES = ("wfly", "wdn", "lfly", "ldn", "sfly", "anchored")
 PAGE_FIELDS: Dict[str, object] = {
     "cached": B,  # owner[p] >= 0
     "own": PageSort,  # owner[p] (meaningful where cached)
@@ -31,6 +32,11 @@ PAGE_FIELDS: Dict[str, object] = {
     "durable": B,  # bit p of RankState.durable
     "store": B,  # bit p of State.store[r]
     "dslot": SlotSort,  # RankState.dslot[p] (meaningful where the page holds a device copy)
+    # the copies in flight over page p (spec no_use_after_free): on a D->H copy still
+    # running (wq[wdone:]) or finished but not committed (wq[:wdone]); the same for H->D
+    # (lq, ldone); on an H->L3 backup whose ack has not come (sq[len(sdone):]);
+    # ``anchored``: the page ends the anchor node of some prefetch in pq
+    **{q: B for q in QUEUE_PAGES},
 }
 # Per-slot state of the device pool (Config ``slots``): the free set, RankState.dfree.
 SLOT_FIELDS: Dict[str, object] = {"dfree": B}
@@ -45,8 +51,12 @@ SHARED = {"closed": B, "mismatch": I, "relq_n": I, "relq_sum": I}
 # The duplicate registry and the reclaimed-victim list (RankState.dups, digest): empty,
 # and well formed (distinct page ids); written by the steps in epr_actions.REGISTRY_WRITERS.
 REGISTRY = {"dups_wf": B, "dups_empty": B, "digest_wf": B, "digest_empty": B}
+# ``reads``: this rank's backups read host pages (not a single-writer follower: static);
+# ``pfreed``: some prefetch read is in flight into host slots already freed
+# (spec/prefetch_end.py read_into_freed).
 SCALAR_FIELDS: Dict[str, object] = {**SHARED, "planned": B, "plan_wf": B, "hung": I, "halted": I,
-                                    **{f"r0_{n}": x for n, x in SHARED.items()}, **REGISTRY}
+                                    **{f"r0_{n}": x for n, x in SHARED.items()}, **REGISTRY,
+                                    "reads": B, "pfreed": B}
 NODE_FIELDS = ("start", "dev", "host", "lock", "href", "hits", "lbp", "rel")
 _ids = itertools.count()
 
@@ -78,23 +88,41 @@ class Paged:
         return self.update(**new)
 
     def named(self, tag: str, facts: List) -> "Paged":
-        """Every field as a fresh function, defined equal to its term (facts)."""
+        """Every field as a fresh function, defined equal to its term (facts). A field
+        that already is a named function (or constant), i.e. unchanged since the last
+        naming, is kept as it is: a copy would only add an equation to instantiate."""
         out = {}
         uid = next(_ids)
         for name, sort in PAGE_FIELDS.items():
+            if _is_name(self.f[name]):
+                out[name] = self.f[name]
+                continue
             fn = z3.Function(f"{tag}.{name}!{uid}", PageSort, sort)
             facts.append(forall(lambda p, fn=fn, old=self.f[name]: fn(p) == old(p)))
             out[name] = fn
         for name, sort in SLOT_FIELDS.items():
+            if _is_name(self.f[name]):
+                out[name] = self.f[name]
+                continue
             fn = z3.Function(f"{tag}.{name}!{uid}", SlotSort, sort)
             x = z3.Const(f"x!{uid}", SlotSort)
             facts.append(z3.ForAll([x], fn(x) == self.f[name](x)))
             out[name] = fn
         for name, sort in SCALAR_FIELDS.items():
+            if _is_name(self.f[name]):
+                out[name] = self.f[name]
+                continue
             c = z3.Const(f"{tag}.{name}!{uid}", sort)
             facts.append(c == self.f[name])
             out[name] = c
         return Paged(out)
+
+
+def _is_name(x) -> bool:
+    """An uninterpreted function, or an uninterpreted constant."""
+    if isinstance(x, z3.FuncDeclRef):
+        return x.kind() == z3.Z3_OP_UNINTERPRETED
+    return z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED
 
 
 def symbolic(name: str) -> Paged:
@@ -108,10 +136,12 @@ def symbolic(name: str) -> Paged:
 
 
 def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = "", halted: str = "",
-              r0=None) -> List:
+              r0=None, queues=None) -> List:
     """Facts fixing a symbolic view to a spec RankState (and its State's hung/halted, its
     first rank ``r0``, by default rs itself) over closed page constants (proofs.forest.Forest.closed) and, with slot identities,
-    closed slot constants (one per device slot); returns (view, facts)."""
+    closed slot constants (one per device slot); returns (view, facts). ``queues``: the
+    pages of each ``QUEUE_PAGES`` relation, ``reads`` and ``pfreed`` (queue_pages);
+    without it the queues are empty."""
     from .state import HALT_WHERE, HUNG
 
     v = symbolic(f"conc{next(_ids)}")
@@ -125,6 +155,9 @@ def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = ""
     for pre, x in (("", rs), ("r0_", r0 or rs)):
         facts += [v.f[pre + "closed"] == x.closed, v.f[pre + "mismatch"] == x.mismatch,
                   v.f[pre + "relq_n"] == len(x.relq), v.f[pre + "relq_sum"] == sum(x.relq)]
+    q = queues or {}
+    facts += [v.reads == bool(q.get("reads", True)), v.pfreed == bool(q.get("pfreed", False))]
+    facts += [v.f[n](c) == (p in q.get(n, ())) for n in QUEUE_PAGES for p, c in enumerate(pages)]
     if rs.dslot:
         facts += [v.dfree(x) == bool(rs.dfree >> i & 1) for i, x in enumerate(slots)]
     for p, c in enumerate(pages):
@@ -142,6 +175,18 @@ def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = ""
             for fld in NODE_FIELDS[1:]:
                 facts.append(getattr(v, fld)(c) == getattr(n, fld))
     return v, facts
+
+
+def queue_pages(m, rs, r: int) -> dict:
+    """The ``QUEUE_PAGES`` relations of rank r's RankState, as page index sets, with
+    ``reads`` and ``pfreed`` (for from_rank)."""
+    from ..spec.prefetch_end import read_into_freed
+
+    chain = lambda ops: {p for start, end in ops for p in m.pages.chain(start, end)}
+    return {"wfly": chain(rs.wq[rs.wdone:]), "wdn": chain(rs.wq[:rs.wdone]),
+            "lfly": chain(rs.lq[rs.ldone:]), "ldn": chain(rs.lq[:rs.ldone]),
+            "sfly": chain(rs.sq[len(rs.sdone):]), "anchored": {op[1] for op in rs.pq if op[1] >= 0},
+            "reads": not (m.cfg.single_writer and r > 0), "pfreed": read_into_freed(m, rs) is not None}
 
 
 def read_rank(model, v: Paged, order) -> dict:

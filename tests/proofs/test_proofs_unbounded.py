@@ -9,7 +9,7 @@ import pytest
 import z3
 
 from tiercheck.proofs.agreement import concrete_ctx, lift
-from tiercheck.proofs.epr_agreement import admits, invariant_values, transition_values
+from tiercheck.proofs.epr_agreement import admits, hypothesis_values, invariant_values, transition_values
 from tiercheck.proofs.epr_obligations import COVERED_ACTIONS, prove_action
 from tiercheck.proofs.epr_properties import UPROPS
 from tiercheck.proofs.forest import Forest
@@ -94,6 +94,7 @@ def test_unbounded_invariants_agree_with_spec_and_bounded_encoding(name):
                 assert value(ctx.space, parts) is True
                 if n in SPEC:
                     assert not SPEC[n].fn(m, s)
+            assert hypothesis_values(m, s, r) == {"queue_pages": True}, s
 
 
 def test_unbounded_invariants_notice_a_broken_state():
@@ -121,6 +122,66 @@ def test_unbounded_invariants_notice_a_broken_state():
     assert value(ctx.space, STRENGTHENING["release_plan"].fn(ctx, lift(ctx, m, planned))) is False
     assert value(ctx.space, STRENGTHENING["release_queue"].fn(ctx, lift(ctx, m, queued))) is False
     assert value(ctx.space, STRENGTHENING["registry"].fn(ctx, lift(ctx, m, twice))) is False
+
+
+def _with_nodes(s, r, rs, e, **fields):
+    nodes = tuple(n._replace(**fields) if i == e else n for i, n in enumerate(rs.nodes))
+    return s._replace(ranks=s.ranks[:r] + (rs._replace(nodes=nodes),) + s.ranks[r + 1:])
+
+
+def _queued(name, field, cap=4000):
+    """A reachable state of the model (breadth-first) whose rank 0 has an entry in
+    ``field``'s queue, and that entry's end page."""
+    m = model(name)
+    s0 = m.init_states()[0]
+    seen, todo = {s0}, [s0]
+    while todo and len(seen) < cap:
+        s = todo.pop(0)
+        if getattr(s.ranks[0], field):
+            return m, s, getattr(s.ranks[0], field)[-1][1]
+        for _a, t in m.successors(s):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    pytest.fail(f"no {field} entry in {name}")
+
+
+@pytest.mark.parametrize("name,field,broken", [
+    ("wt-1r", "wq", dict(host=HOST_RESIDENT)),  # a D->H copy into a node no longer WRITING
+    ("wt-1r", "lq", dict(dev=RESIDENT, lbp=False)),  # an H->D copy into a resident node
+    ("wt-storage-1r", "sq", dict(host=ABSENT)),  # a backup reading a freed host copy
+])
+def test_no_use_after_free_notices_a_freed_target(name, field, broken):
+    """A state whose queued copy's node lost what the copy needs: the unbounded
+    no_use_after_free is violated as the spec's is; queue_pages (a consequence of the
+    bounded queue invariants) is violated too, since the node is no longer the queue's."""
+    m, s, e = _queued(name, field)
+    rs = s.ranks[0]
+    assert invariant_values(m, s, 0, ("no_use_after_free",)) == {"no_use_after_free": True}
+    bad = _with_nodes(s, 0, rs, rs.owner[e], **broken)
+    in_flight = {"wq": rs.wdone, "lq": rs.ldone, "sq": len(rs.sdone)}[field] < len(getattr(rs, field))
+    assert bool(SPEC["no_use_after_free"].fn(m, bad)) == in_flight
+    assert invariant_values(m, bad, 0, ("no_use_after_free",)) == {"no_use_after_free": not in_flight}
+    assert hypothesis_values(m, bad, 0) == {"queue_pages": False}
+
+
+def test_no_use_after_free_notices_a_read_into_freed_slots():
+    """revoke-frees-in-flight: the spec's violation (a read in flight into freed host
+    slots) is the unbounded invariant's too, on the explicit step that makes it."""
+    m = model("variants/revoke-frees-in-flight")
+    s0 = m.init_states()[0]
+    seen, todo = {s0}, [s0]
+    while todo:
+        s = todo.pop(0)
+        for a, t in m.successors(s):
+            if SPEC["no_use_after_free"].fn(m, t):
+                assert a.name == "prefetch_revoke" and admits(m, s, a, t, 0)
+                assert invariant_values(m, t, 0, ("no_use_after_free",)) == {"no_use_after_free": False}
+                return
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    pytest.fail("no violation reached")
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -212,7 +273,8 @@ def test_prove_command_unbounded_reports_pages_per_obligation(tmp_path, capsys):
     assert rc == 0, out
     data = json.loads((tmp_path / "proofs.json").read_text())
     pages = {(o["obligation"], o["pages"]) for o in data["obligations"]}
-    assert ("tree_chain", "any") in pages and ("slot_conservation", "<=2") in pages
+    assert ("tree_chain", "any") in pages and ("queues_bounded", "<=2") in pages
+    assert ("slot_conservation", "any") in pages  # a frame obligation (proofs.epr_frame)
     assert "for any number of pages" in out and "| pages |" in (tmp_path / "proofs.md").read_text()
 
 
@@ -228,3 +290,35 @@ def test_whole_unbounded_audit_of_correct_spec():
     # insert's and load_back's: any pages with their own eviction off, bounded with it on
     bounded = lambda r: r.action in BOUNDED_UNDER and r.target in targets_for(r.action)
     assert n_any == sum(covered(r.target, r.action) and not bounded(r) for r in audit.obligations) > 100
+
+
+# the steps whose page-sorted encoding moves pages between queue relations
+QUEUE_STEPS = ("insert", "evict", "load_back", "write_dma_done", "writing_check", "load_dma_done", "loading_check",
+               "storage_backup_done", "prefetch_io", "prefetch_read_fails", "prefetch_revoke",
+               "check_prefetch_progress", "drain_storage_control_queues")
+
+
+@pytest.mark.parametrize("name", ["wt-storage-1r", "wb-storage-1r", "wt-prefetch-revoke-1r",
+                                  pytest.param("wt-prefetch-fail-1r", marks=pytest.mark.slow),
+                                  pytest.param("variants/revoke-frees-in-flight", marks=pytest.mark.slow)])
+def test_queue_steps_admitted(name, per_action=3, cap=600):
+    """Breadth-first from the initial state: up to ``per_action`` explicit steps of each
+    step that moves queue pages, where some queue is nonempty, are behaviours of the
+    unbounded encoding (the queue relations compared page by page, proofs.epr_agreement
+    same_view), with queue_pages holding before."""
+    m = model(name)
+    s0 = m.init_states()[0]
+    seen, todo, done = {s0}, [s0], {}
+    while todo and len(seen) < cap:
+        s = todo.pop(0)
+        busy = any(rs.wq or rs.lq or rs.sq or rs.pq for rs in s.ranks)
+        for a, t in m.successors(s):
+            if busy and a.name in QUEUE_STEPS and done.get(a.name, 0) < per_action and t != s:
+                for r in range(m.cfg.ranks):
+                    assert admits(m, s, a, t, r), (name, a, r)
+                    assert hypothesis_values(m, s, r) == {"queue_pages": True}
+                done[a.name] = done.get(a.name, 0) + 1
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    assert len(done) >= 5, done
