@@ -10,10 +10,14 @@ The suite is a list of units, run in order until the first disagreement:
     backend (real rank processes);
   - the reference in its own completion mode (copies complete on query, storage
     threads, check_events and flush; tiercheck.conformance.auto_mode): ``--walks``
-    seeded walks per default model, one unit per model;
+    seeded walks per default model, one unit per model; and a prefetch checked while
+    its read is still running (READ_HELD_MODELS);
   - shipped feature models outside the default set (FEATURE_MODELS), as campaign units;
   - every catalogued bug switched on: the reference must disagree on the bug's shortest
-    trace (the bug branches are implementation code too);
+    trace (the bug branches are implementation code too), and agree state for state with
+    the spec that has the bug on;
+  - rare situations (tiercheck.conformance.situations): the shortest spec trace to each,
+    probes of disabled steps included;
   - faults below the protocol (tiercheck.conformance.process_faults): a stopped, slow or
     never-starting gloo rank and a hanging store call must each end in a one-line error
     naming the rank, a store holding other bytes must fail the rank's self-check.
@@ -193,6 +197,22 @@ def variant_units():
     return out
 
 
+def situation_units():
+    """(name, run) per rare situation (tiercheck.conformance.situations): the shortest spec
+    trace to it, replayed on the reference with every check (probes included)."""
+    from tiercheck.conformance import situations
+
+    out = []
+    for sit in situations.SITUATIONS:
+        def run(sit=sit):
+            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg))
+            if problem:
+                print(f"situation {sit.name}: {problem}")
+            return not problem
+        out.append((f"situation {sit.name}", run))
+    return out
+
+
 def fault_units():
     """(name, run) per fault below the protocol (tiercheck.conformance.process_faults): a
     stopped, slow or never-starting gloo rank, a flush past its deadline, a corrupted store.
@@ -237,6 +257,9 @@ def budget_unit(budget: float, seed: int):
 
 
 AUTO_STEPS = 40  # steps of one auto-mode walk
+# Auto mode with a prefetch read still running when check_prefetch_progress comes
+# (auto_mode.check_while_reading): one rank and two.
+READ_HELD_MODELS = ("wt-prefetch-1r", "wt-prefetch-2r")
 
 
 def auto_units(walks: int):
@@ -253,6 +276,15 @@ def auto_units(walks: int):
                     return False
             return True
         out.append((f"auto {label}", run))
+    for name in READ_HELD_MODELS:
+        def run(cfg=model_file.load(name).config, name=name):
+            from tiercheck.conformance import auto_mode
+
+            problems = auto_mode.check_while_reading(cfg)
+            if problems:
+                print(f"auto mode {name}, check with the read held: {problems[0]}")
+            return not problems
+        out.append((f"auto read held {name}", run))
     return out
 
 
@@ -260,7 +292,7 @@ def units(args):
     out = []
     if not args.tours_only:
         out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
-        out += auto_units(args.walks) + feature_units(args.examples) + variant_units()
+        out += auto_units(args.walks) + feature_units(args.examples) + variant_units() + situation_units()
     out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + fault_units()
     if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
         out = [(name, run) for name, run in out if any(u in name for u in args.unit)]

@@ -26,6 +26,7 @@ from tiercheck.models import model_file
 from tiercheck.spec.model import Model
 
 from .reference import ReferenceDriver, impl_config
+from .situations import first_path
 
 HANG_GUARD = 90.0  # seconds without a verdict: the scenario hangs (each takes under 20 s idle)
 WORKER_THREAD = "storage-worker-"  # the implementation's storage worker threads (impl/storage/worker.py)
@@ -187,29 +188,11 @@ def corrupted_store() -> str:
     return ""
 
 
-def _first_path(model, goal, limit: int = 20_000):
-    """A shortest spec trace to a state where ``goal(state)`` holds (breadth-first)."""
-    from collections import deque
-
-    init = model.init_states()[0]
-    seen, todo = {init}, deque([(init, [])])
-    while todo and len(seen) < limit:
-        s, path = todo.popleft()
-        for a in model.actions(s):
-            t = model.next_state(s, a)
-            if goal(t):
-                return path + [a]
-            if t not in seen:
-                seen.add(t)
-                todo.append((t, path + [a]))
-    return None
-
-
 def close_with_a_read_in_flight() -> str:
     """A prefetch's storage read is still queued (manual mode: one worker per read) when
     the driver closes: close() must stop that worker too, leaving no thread behind."""
     cfg = model_file.load("wt-prefetch-1r").config
-    trace = _first_path(Model(cfg), lambda s: s.ranks[0].pq)  # a prefetch in flight
+    trace = first_path(Model(cfg), lambda _s, _a, t: t.ranks[0].pq)  # a prefetch in flight
     before = {t for t in threading.enumerate() if t.name.startswith(WORKER_THREAD)}
     driver = ReferenceDriver(cfg)
     try:
