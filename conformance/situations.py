@@ -19,6 +19,8 @@ from typing import Callable, NamedTuple, Optional
 
 from tiercheck.models import model_file
 from tiercheck.spec.action import act
+from tiercheck.spec.state import ABSENT as DEV_ABSENT
+from tiercheck.spec.state import HOST_RESIDENT
 from tiercheck.spec.model import Model
 
 from .runner import replay
@@ -52,6 +54,7 @@ class Situation(NamedTuple):
     faults: tuple  # added to the model's faults
     goal: Callable  # (model, s, a, t) -> bool
     probe: Optional[Callable] = None  # (model, t) -> an action the spec disables in t, applied after the trace
+    overrides: tuple = ()  # (Config field, value) pairs changed from the shipped model
 
 
 def _prefetch_one_store(m, s, a, t) -> bool:
@@ -62,6 +65,20 @@ def _prefetch_one_store(m, s, a, t) -> bool:
     req, _anchor, k, _n = t.ranks[0].pq[-1]
     first = m.pages.request_pages[req][k]
     return len({held >> first & 1 for held in s.store}) > 1
+
+
+def _host_evicted(m, before, after) -> int:
+    """Host pages of nodes that left the tree in one step."""
+    gone = [e for e, n in enumerate(before.nodes) if n is not None and n.host == HOST_RESIDENT
+            and (e >= len(after.nodes) or after.nodes[e] is None)]
+    return sum(len(m.pages.chain(before.nodes[e].start, e)) for e in gone)
+
+
+def _evicted_past_need(m, s, a, t) -> bool:
+    """An insert's host allocation evicts a host leaf of more pages than it needs (one)
+    while another host-only node stays: evict_host stops once it freed enough."""
+    return (a.name == "insert" and _host_evicted(m, s.ranks[0], t.ranks[0]) > 1
+            and any(n is not None and n.dev == DEV_ABSENT and n.host == HOST_RESIDENT for n in t.ranks[0].nodes))
 
 
 def _locked(m, s, a, t) -> bool:
@@ -81,6 +98,8 @@ def _unlock_idle(m, t):
 
 
 SITUATIONS = (
+    Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
+              overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
     Situation("prefetch hit in one rank's store", "wt-prefetch-2r", ("store_loss",), _prefetch_one_store),
     Situation("lock a running request again", "request-locks-2r", (), _locked, _lock_again),
     Situation("unlock a request that is not running", "request-locks-2r", (), _locked, _unlock_idle),
@@ -91,6 +110,8 @@ def trace(sit: Situation):
     """(config, actions, indices of probes) of a situation; LookupError when no search
     reaches its goal (the model no longer has the situation)."""
     cfg = model_file.load(sit.model).config
+    if sit.overrides:
+        cfg = replace(cfg, **dict(sit.overrides))
     if sit.faults:
         cfg = replace(cfg, faults=frozenset(cfg.faults) | frozenset(sit.faults))
     model = Model(cfg)
