@@ -10,10 +10,14 @@ The suite is a list of units, run in order until the first disagreement:
     backend (real rank processes);
   - the reference in its own completion mode (copies complete on query, storage
     threads, check_events and flush; tiercheck.conformance.auto_mode): ``--walks``
-    seeded walks per default model, one unit per model;
+    seeded walks per default model, one unit per model; and a prefetch checked while
+    its read is still running (READ_HELD_MODELS);
   - shipped feature models outside the default set (FEATURE_MODELS), as campaign units;
   - every catalogued bug switched on: the reference must disagree on the bug's shortest
-    trace (the bug branches are implementation code too);
+    trace (the bug branches are implementation code too), and agree state for state with
+    the spec that has the bug on;
+  - rare situations (tiercheck.conformance.situations): the shortest spec trace to each,
+    probes of disabled steps included;
   - faults below the protocol (tiercheck.conformance.process_faults): a stopped, slow or
     never-starting gloo rank and a hanging store call must each end in a one-line error
     naming the rank, a store holding other bytes must fail the rank's self-check.
@@ -49,6 +53,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tiercheck.conformance import defaults, machine
+from tiercheck.conformance.compare import describe_difference, observable
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.conformance.generated import load_tour
 from tiercheck.conformance.runner import replay
@@ -122,12 +127,45 @@ def feature_units(examples: int):
             for name in FEATURE_MODELS]
 
 
+def _replayed(cfg, actions, variant):
+    """The first disagreement of the reference with ``variant`` on, replaying ``actions``
+    against the spec of ``cfg`` (None: none)."""
+    driver = driver_factory("reference", cfg, {variant})()
+    try:
+        return replay(driver, actions).mismatch
+    finally:
+        driver.close()
+
+
+def _twin_departs(cfg, actions, variant) -> str:
+    """Where the reference with ``variant`` on leaves the spec of ``cfg`` (which has it on)
+    on ``actions``: the first step whose refined state differs, or a crash ("": none). Only
+    states: the bug breaks a property on both sides, and its bytes are checked apart."""
+    model, driver = Model(cfg), driver_factory("reference", cfg, {variant})()
+    s = model.init_states()[0]
+    try:
+        for i, a in enumerate(actions):
+            s = model.next_state(s, a)
+            try:
+                driver.apply(a)
+                got = driver.state()
+            except Exception as exc:  # noqa: BLE001 -- a crash departs
+                return f"step {i} ({a}): {type(exc).__name__}: {exc}"
+            if observable(got) != observable(s):
+                return f"step {i} ({a}): " + "; ".join(describe_difference(model, observable(s), observable(got)))
+    finally:
+        driver.close()
+    return ""
+
+
 def variant_units():
     """(name, run) per catalogued bug: the implementation with the bug on must disagree on the
     shortest trace where the bug shows (breadth-first over spec x spec-mutant pairs on the
     bug's own model, models/library/variants), with a state difference at its last step.
     This is the kill matrix's claim on its cheapest trace, and what reaches the
-    implementation's bug branches."""
+    implementation's bug branches. The same trace against the spec with the bug on must
+    agree state for state (the twin: the implementation's bug is the spec's), which checks
+    what the bug branches do, not only that they differ."""
     out = []
     for name in sorted(VARIANTS):
         def run(name=name):
@@ -136,20 +174,42 @@ def variant_units():
             # disagree at its initial state, whatever the bug.
             base = replace(cfg, variants=frozenset(v for v in cfg.variants if v != name),
                            host_pages=max(cfg.host_pages, 1))
-            short = shortest_disagreement(Model(base), Model(replace(base, variants=base.variants | {name})))
-            driver = driver_factory("reference", base, {name})()
-            try:
-                mm = replay(driver, short).mismatch if short is not None else None
-            finally:
-                driver.close()
+            bug = replace(base, variants=base.variants | {name})
+            short = shortest_disagreement(Model(base), Model(bug))
+            if short is None:
+                print(f"variant {name}: the spec with the bug on never differs from the fixed spec")
+                return False
+            mm = _replayed(base, short, name)
             # As every catalogued bug shows: a state difference after the trace's last step
             # (not earlier, not a crash of the implementation).
             caught = mm is not None and mm.kind == "state" and mm.step == len(short) - 1
             if not caught:
-                print(f"variant {name}: on its shortest trace ({len(short or ())} steps) the implementation with "
+                print(f"variant {name}: on its shortest trace ({len(short)} steps) the implementation with "
                       f"the bug on gives {'no disagreement' if mm is None else f'{mm.kind} at step {mm.step}: {mm.message}'}")
-            return caught
+            # And the bug is the spec's bug: against the spec with the bug on, the same
+            # states at every step and no crash.
+            twin = _twin_departs(bug, short, name)
+            if twin:
+                print(f"variant {name}: the implementation with the bug on departs from the spec with the bug on "
+                      f"at {twin}")
+            return caught and not twin
         out.append((f"variant {name}", run))
+    return out
+
+
+def situation_units():
+    """(name, run) per rare situation (tiercheck.conformance.situations): the shortest spec
+    trace to it, replayed on the reference with every check (probes included)."""
+    from tiercheck.conformance import situations
+
+    out = []
+    for sit in situations.SITUATIONS:
+        def run(sit=sit):
+            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg))
+            if problem:
+                print(f"situation {sit.name}: {problem}")
+            return not problem
+        out.append((f"situation {sit.name}", run))
     return out
 
 
@@ -197,6 +257,9 @@ def budget_unit(budget: float, seed: int):
 
 
 AUTO_STEPS = 40  # steps of one auto-mode walk
+# Auto mode with a prefetch read still running when check_prefetch_progress comes
+# (auto_mode.check_while_reading): one rank and two.
+READ_HELD_MODELS = ("wt-prefetch-1r", "wt-prefetch-2r")
 
 
 def auto_units(walks: int):
@@ -213,6 +276,15 @@ def auto_units(walks: int):
                     return False
             return True
         out.append((f"auto {label}", run))
+    for name in READ_HELD_MODELS:
+        def run(cfg=model_file.load(name).config, name=name):
+            from tiercheck.conformance import auto_mode
+
+            problems = auto_mode.check_while_reading(cfg)
+            if problems:
+                print(f"auto mode {name}, check with the read held: {problems[0]}")
+            return not problems
+        out.append((f"auto read held {name}", run))
     return out
 
 
@@ -220,7 +292,7 @@ def units(args):
     out = []
     if not args.tours_only:
         out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
-        out += auto_units(args.walks) + feature_units(args.examples) + variant_units()
+        out += auto_units(args.walks) + feature_units(args.examples) + variant_units() + situation_units()
     out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + fault_units()
     if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
         out = [(name, run) for name, run in out if any(u in name for u in args.unit)]

@@ -28,6 +28,7 @@ import time
 from tiercheck.impl.collective import CollectiveError
 from tiercheck.impl.hicache import ReplicaDivergenceError
 from tiercheck.spec.action import Action
+from tiercheck.spec.model import Model
 
 from .compare import describe_difference, observable
 from .reference import ReferenceDriver
@@ -158,6 +159,90 @@ def walk(cfg, seed: int, steps: int, variants=frozenset()) -> list:
                 driver.flush()
             except Exception as exc:  # noqa: BLE001 -- the spec flushes cleanly: any failure disagrees
                 return [f"flush: {type(exc).__name__}: {exc}"]
+        return _compare(driver, s, "flush")
+    finally:
+        driver.close()
+
+
+READ_HOLD = 3.0  # seconds the held prefetch read sleeps before it reads the store
+
+
+def successors(model, s, separate: bool = False):
+    """The walk's steps from ``s``: (action, spec state once everything in flight finished)."""
+    for a in [a for a in model.actions(s) if a.name not in COMPLETIONS + ROUNDS] + [TICK]:
+        yield a, settle(model, tick(model, s, separate) if a == TICK else model.next_state(s, a))
+
+
+def check_while_reading(cfg) -> list:
+    """check_prefetch_progress while the prefetch's storage read is still running (the
+    store holds it READ_HOLD seconds): under best_effort the prefetch is terminated with
+    nothing usable (the spec: its read did not finish), and the rank must wait for the
+    read before its slots go to the release queue: a scheduler iteration releases them,
+    an insert's host copy reuses them, and when the read has settled the bytes, like the
+    rest of the state and a final flush, agree with the spec. The trace to the prefetch is
+    the shortest walk (breadth-first over ``successors``); the disagreements ([] when
+    none)."""
+    from tiercheck.impl.storage import FaultyBackend
+
+    from .situations import first_path
+
+    model = Model(cfg)
+    path = first_path(model, lambda s, a, t: a.name == "prefetch_from_storage" and t.ranks[0].pq,
+                      successors=lambda s: successors(model, s))
+    if path is None:
+        return ["no walk of the model starts a prefetch"]
+    driver = AutoDriver(cfg)
+    try:
+        s = model.init_states()[0]
+        for i, a in enumerate(path[:-1]):
+            s = settle(model, tick(model, s, driver.separate_rounds) if a == TICK else model.next_state(s, a))
+            driver.apply(a)
+            problems = _compare(driver, s, f"step {i + 1} ({a.name} {dict(a.params)})")
+            if problems:
+                return problems
+        held = {}
+
+        def hold():
+            held["from"] = time.monotonic()
+            time.sleep(READ_HOLD)
+
+        for rank in driver.group.ranks:  # the prefetch worker's next read sleeps first
+            rank.prefetch_worker.backend = FaultyBackend(rank.prefetch_worker.backend)
+            rank.prefetch_worker.backend.on_call("get", 1, hold)
+        start = path[-1]
+        s = model.next_state(s, start)  # the read is in flight: no settle
+        ReferenceDriver.apply(driver, start)
+        check = next(a for a in model.actions(s) if a.name == "check_prefetch_progress")
+        asked = time.monotonic()
+        # Then, before the held read could land: a scheduler iteration (the prefetch's
+        # slots leave the release queue), an insert that writes to host, another iteration
+        # (its copy lands and commits). Only a rank that left the read running would let
+        # it land in those slots now.
+        # The spec settles after each (the walk's meaning of a step); the rank does not.
+        steps = [check, TICK]
+        s = settle(model, tick(model, settle(model, model.next_state(s, check))))
+        # Another request's pages (the prefetched request's own page would get its own bytes).
+        writes = [a for a in model.actions(s) if a.name == "insert" and model.next_state(s, a).ranks[0].wq]
+        write = next((a for a in writes if a["req"] != start["req"]), writes[0] if writes else None)
+        if write is not None:
+            steps += [write, TICK]
+            s = settle(model, tick(model, settle(model, model.next_state(s, write))))
+        for a in steps:
+            ReferenceDriver.apply(driver, a)  # no settle between them
+        driver.settle()
+        driver._action = None  # several steps since the last check: counters are checked per step
+        if "from" not in held:
+            return [f"{start}: no storage read was started"]
+        if asked > held["from"] + READ_HOLD:
+            return []  # the read finished before the check came (a stalled machine): no verdict here
+        problems = _compare(driver, s, f"{', '.join(str(a) for a in steps)} with the read held")
+        if problems:
+            return problems
+        for k in range(64):  # then scheduler iterations until nothing is in flight, as a walk ends
+            if k and not busy(s):
+                break
+            s = settle(model, tick(model, s, driver.separate_rounds))
+        driver.flush()
         return _compare(driver, s, "flush")
     finally:
         driver.close()

@@ -16,15 +16,24 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tiercheck.impl.hicache.metrics import (BACKUPED, DEVICE_EVICTED, DUP_RECLAIMED, HOST_EVICTED, HOST_WRITE,
-                                             LOAD_BACK, MIRROR_RELEASED, PLAN_MISMATCH, PREFETCH_COMPLETED,
-                                             PREFETCHED, STORAGE_FAILED_PAGES)
+from tiercheck.impl.hicache.metrics import (BACKUPED, DEVICE_EVICTED, DUP_RECLAIMED, HOST_EVICTED, HOST_TOTAL,
+                                             HOST_USED, HOST_WRITE, LOAD_BACK, MIRROR_RELEASED, PLAN_MISMATCH,
+                                             PREFETCH_COMPLETED, PREFETCH_ORPHANED, PREFETCHED,
+                                             STORAGE_FAILED_PAGES, WRITE_REJECTED)
 from tiercheck.spec.state import RankState, State
 from tiercheck.spec.storage_path import SKIP
 
 CHECKED = (HOST_WRITE, LOAD_BACK, DEVICE_EVICTED, HOST_EVICTED, MIRROR_RELEASED, DUP_RECLAIMED, PLAN_MISMATCH,
            STORAGE_FAILED_PAGES, BACKUPED, PREFETCHED, PREFETCH_COMPLETED)
 PAGE_COUNTS = (PLAN_MISMATCH, STORAGE_FAILED_PAGES)  # not scaled by the page size
+
+# The names a rank may report (SGLang's, and tiercheck's own), and the labels of the one
+# labelled counter: hicache_write_rejected_tokens_total{reason, stage} (docs/seed-table.md
+# reads it by reason and stage).
+PLAIN_NAMES = CHECKED + (HOST_USED, HOST_TOTAL, PREFETCH_ORPHANED)
+REJECT_REASONS = ("host_alloc_failed", "rank_disagreement")
+REJECT_STAGES = ("write_through", "write_back", "storage_prefetch")
+REJECTED_NAMES = tuple(f'{WRITE_REJECTED}{{reason="{r}",stage="{s}"}}' for r in REJECT_REASONS for s in REJECT_STAGES)
 
 DEV_ABSENT, DEV_RESIDENT, DEV_LOADING = 0, 1, 2
 HOST_ABSENT, HOST_WRITING, HOST_RESIDENT = 0, 1, 2
@@ -99,6 +108,13 @@ def problems(model, before: State, after: State, action, was: list, now: list) -
                 out.append(f"rank {r}: counter {key} went up by {got} in {action}, the spec's state change "
                            f"says {want.get(key, 0)}")
     return out
+
+
+def name_problems(reported: list) -> list:
+    """Lines for every metric a rank reports under a name (or label set) that is not one
+    of the documented ones (``reported``: per rank, name -> value)."""
+    return [f"rank {r}: metric {key!r} is not a documented name (or label set)"
+            for r, m in enumerate(reported) for key in m if key not in PLAIN_NAMES and key not in REJECTED_NAMES]
 
 
 def _per_rank_returns(model, before: State, after: State, action) -> list:

@@ -25,7 +25,10 @@ from tiercheck.impl.storage import FaultyBackend, rank_key
 from tiercheck.models import model_file
 from tiercheck.spec.model import Model
 
+from .compare import describe_difference, observable
 from .reference import ReferenceDriver, impl_config
+from .runner import replay
+from .situations import first_path
 
 HANG_GUARD = 90.0  # seconds without a verdict: the scenario hangs (each takes under 20 s idle)
 WORKER_THREAD = "storage-worker-"  # the implementation's storage worker threads (impl/storage/worker.py)
@@ -187,29 +190,11 @@ def corrupted_store() -> str:
     return ""
 
 
-def _first_path(model, goal, limit: int = 20_000):
-    """A shortest spec trace to a state where ``goal(state)`` holds (breadth-first)."""
-    from collections import deque
-
-    init = model.init_states()[0]
-    seen, todo = {init}, deque([(init, [])])
-    while todo and len(seen) < limit:
-        s, path = todo.popleft()
-        for a in model.actions(s):
-            t = model.next_state(s, a)
-            if goal(t):
-                return path + [a]
-            if t not in seen:
-                seen.add(t)
-                todo.append((t, path + [a]))
-    return None
-
-
 def close_with_a_read_in_flight() -> str:
     """A prefetch's storage read is still queued (manual mode: one worker per read) when
     the driver closes: close() must stop that worker too, leaving no thread behind."""
     cfg = model_file.load("wt-prefetch-1r").config
-    trace = _first_path(Model(cfg), lambda s: s.ranks[0].pq)  # a prefetch in flight
+    trace = first_path(Model(cfg), lambda _s, _a, t: t.ranks[0].pq)  # a prefetch in flight
     before = {t for t in threading.enumerate() if t.name.startswith(WORKER_THREAD)}
     driver = ReferenceDriver(cfg)
     try:
@@ -222,6 +207,38 @@ def close_with_a_read_in_flight() -> str:
     if not started:
         return "the trace started no storage worker"
     return f"close() left storage worker threads running: {left}" if left else ""
+
+
+def terminated_before_its_read() -> str:
+    """Manual mode (reads run when the driver says): a prefetch terminated (best_effort)
+    before its storage read ran gets nothing, as in the spec, and its read is cancelled,
+    never sent to the store (a store that hangs on reads would otherwise stall the
+    scheduler inside check_prefetch_progress)."""
+    cfg = model_file.load("wt-prefetch-1r").config
+    model = Model(cfg)
+    trace = first_path(model, lambda _s, a, t: a.name == "prefetch_from_storage" and t.ranks[0].pq)
+    driver = ReferenceDriver(cfg)
+    try:
+        out = replay(driver, trace[:-1])
+        if out.mismatch is not None:
+            return f"before the prefetch: {out.mismatch.message}"
+        rank = driver.group.ranks[0]
+        store = rank.backend = FaultyBackend(rank.backend)  # the prefetch's read goes through it
+        s, problems, reads = out.states[-1], [], 0
+        for a in (trace[-1], "check"):
+            if a == "check":
+                a = next(x for x in model.actions(s) if x.name == "check_prefetch_progress")
+                reads = -store.calls("get")
+            driver.apply(a)
+            reads += store.calls("get")  # before the self-check's own reads
+            s = model.next_state(s, a)
+            got, want = observable(driver.state()), observable(s)
+            problems = describe_difference(model, want, got) if got != want else driver.verify()
+            if problems:
+                return f"after {a}: {problems[0]}"
+    finally:
+        driver.close()
+    return f"the store got {reads} read(s) for a prefetch terminated before its read ran" if reads else ""
 
 
 def leftover_worker_threads() -> str:
@@ -240,4 +257,5 @@ def scenarios(tmp_dir):
         ("flush past its deadline", lambda: flush_past_its_deadline(tmp_dir())),
         ("corrupted store", corrupted_store),
         ("close with a read in flight", close_with_a_read_in_flight),
+        ("prefetch terminated before its read", terminated_before_its_read),
     ]

@@ -124,9 +124,10 @@ class ReferenceDriver:
 
     def _reported_problems(self) -> list:
         """What a rank reports besides its state, against its own state: the index a
-        prefetch_from_storage returned, the host-pool gauges, counters that are whole
-        numbers of tokens and never go down, and each counter's increment over the step
-        against the spec's state change (tiercheck.conformance.counters)."""
+        prefetch_from_storage returned, the host-pool gauges, metric names and labels,
+        counters that are whole numbers of tokens and never go down, and each counter's
+        increment over the step against the spec's state change
+        (tiercheck.conformance.counters)."""
         out = []
         host_pages = self.group.cfg.host_pages
         # The snapshot state() just took, if no step came between (conformance asks for
@@ -138,6 +139,7 @@ class ReferenceDriver:
                 out.append(f"rank {r}: prefetch_from_storage returned index {index!r}, "
                            f"the prefetch queue has {len(snap['pq'])}")
         now = self.group.metrics()
+        out += counters.name_problems(now)
         if self._action is not None and self._last_fresh:
             out += counters.problems(self.model, self._spec_before, self._spec_now, self._action, self._counters, now)
             out += counters.returned_problems(self.model, self._spec_before, self._spec_now, self._action,

@@ -117,3 +117,13 @@ def test_a_wrong_return_value_is_reported(monkeypatch):
     finally:
         driver.close()
     assert any("evict(node=" in p and "the spec's state change says" in p for p in problems)
+
+
+def test_metric_names_outside_the_documented_set_are_reported():
+    from tiercheck.conformance.counters import name_problems
+    from tiercheck.impl.hicache import metrics as mt
+
+    ok = {mt.rejected("host_alloc_failed", "write_through"): 4, mt.HOST_WRITE: 2, mt.HOST_USED: 0}
+    assert name_problems([ok]) == []
+    assert name_problems([ok, {mt.WRITE_REJECTED: 4}]) == [
+        f"rank 1: metric {mt.WRITE_REJECTED!r} is not a documented name (or label set)"]

@@ -112,3 +112,19 @@ def test_a_rerun_finds_a_mutant_again_after_the_code_above_it_changed():
     assert mb.relocate(M, old, old) == 2
     assert mb.relocate(M, old, new) == 3  # h's `<` comes first now
     assert mb.relocate(M, old, new.replace("a < 0", "a <= 0")) is None  # that code is gone
+
+
+def test_a_catalogued_bug_agrees_with_its_twin_in_the_spec_and_departs_from_the_fixed_spec():
+    ms = _load("mutation_suite")
+    from dataclasses import replace
+
+    from tiercheck.models import model_file
+
+    cfg = model_file.load("variants/split-slice-off-by-one").config
+    base = replace(cfg, variants=frozenset())
+    bug = replace(base, variants=frozenset({"split-slice-off-by-one"}))
+    short = ms.shortest_disagreement(ms.Model(base), ms.Model(bug))
+    assert ms._twin_departs(bug, short, "split-slice-off-by-one") == ""
+    # Against the fixed spec the same trace departs at its last step.
+    assert ms._twin_departs(base, short, "split-slice-off-by-one").startswith(f"step {len(short) - 1} ")
+    assert dict(ms.variant_units())["variant split-slice-off-by-one"]()

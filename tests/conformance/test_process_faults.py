@@ -36,3 +36,14 @@ def test_a_rank_that_never_starts_is_named_and_no_process_is_left(tmp_path):
 @pytest.mark.slow
 def test_flush_gives_up_at_its_deadline_naming_the_rank_whose_store_call_hangs(tmp_path):
     assert pf.guarded(lambda: pf.flush_past_its_deadline(str(tmp_path))) == ""
+
+
+def test_a_prefetch_terminated_before_its_read_never_reads_the_store(monkeypatch):
+    assert pf.guarded(pf.terminated_before_its_read) == ""
+    # A rank that runs the cancelled read anyway (drains its worker) is caught.
+    from tiercheck.impl.storage import StorageWorker
+
+    close = StorageWorker.close
+    monkeypatch.setattr(StorageWorker, "close", lambda self, drain=True, timeout=None: close(self, True, timeout))
+    assert pf.guarded(pf.terminated_before_its_read) == (
+        "the store got 1 read(s) for a prefetch terminated before its read ran")

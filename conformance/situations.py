@@ -1,0 +1,139 @@
+"""Situations a random campaign seldom reaches, each as the shortest spec trace to it.
+
+Some steps matter only in a state that takes many exact steps to set up (a prefetch whose
+page one rank's store lost and the other's kept), or only as a step the spec does not
+allow there (a request locked twice, a request unlocked that never ran): the default
+campaign and the generated tours may never take them. Each situation here names a shipped
+model and a goal over the spec's transitions; a breadth-first search of the spec finds the
+shortest trace ending in a transition that meets the goal, and the trace is replayed on
+the implementation with every check of conformance (refined state, bytes, counters,
+what the step returned). A probe, a step the spec disables in the goal's state, is
+applied after that trace: the implementation must not move either.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import replace
+from typing import Callable, NamedTuple, Optional
+
+from tiercheck.models import model_file
+from tiercheck.spec.action import act
+from tiercheck.spec.state import ABSENT as DEV_ABSENT
+from tiercheck.spec.state import HOST_RESIDENT
+from tiercheck.spec.model import Model
+
+from .runner import replay
+
+SEARCH_LIMIT = 50_000  # spec states a search may visit
+
+
+def first_path(model, goal: Callable, limit: int = SEARCH_LIMIT, successors: Optional[Callable] = None):
+    """The shortest spec trace whose last transition ``(s, a, t)`` meets ``goal(s, a, t)``
+    (breadth-first from the initial state); None when none within ``limit`` states.
+    ``successors(s)``: the (action, next state) pairs to search (default: the spec's)."""
+    if successors is None:
+        def successors(s):
+            return ((a, model.next_state(s, a)) for a in model.actions(s))
+    init = model.init_states()[0]
+    seen, todo = {init}, deque([(init, [])])
+    while todo and len(seen) < limit:
+        s, path = todo.popleft()
+        for a, t in successors(s):
+            if goal(s, a, t):
+                return path + [a]
+            if t not in seen:
+                seen.add(t)
+                todo.append((t, path + [a]))
+    return None
+
+
+class Situation(NamedTuple):
+    name: str
+    model: str  # a shipped model
+    faults: tuple  # added to the model's faults
+    goal: Callable  # (model, s, a, t) -> bool
+    probe: Optional[Callable] = None  # (model, t) -> an action the spec disables in t, applied after the trace
+    overrides: tuple = ()  # (Config field, value) pairs changed from the shipped model
+
+
+def _prefetch_one_store(m, s, a, t) -> bool:
+    """A prefetch starts whose first missing page is in one rank's store only (the other
+    lost it): the hit query must still find it (the spec reads any rank's store)."""
+    if a.name != "prefetch_from_storage" or len(t.ranks[0].pq) <= len(s.ranks[0].pq):
+        return False
+    req, _anchor, k, _n = t.ranks[0].pq[-1]
+    first = m.pages.request_pages[req][k]
+    return len({held >> first & 1 for held in s.store}) > 1
+
+
+def _host_evicted(m, before, after) -> int:
+    """Host pages of nodes that left the tree in one step."""
+    gone = [e for e, n in enumerate(before.nodes) if n is not None and n.host == HOST_RESIDENT
+            and (e >= len(after.nodes) or after.nodes[e] is None)]
+    return sum(len(m.pages.chain(before.nodes[e].start, e)) for e in gone)
+
+
+def _evicted_past_need(m, s, a, t) -> bool:
+    """An insert's host allocation evicts a host leaf of more pages than it needs (one)
+    while another host-only node stays: evict_host stops once it freed enough."""
+    return (a.name == "insert" and _host_evicted(m, s.ranks[0], t.ranks[0]) > 1
+            and any(n is not None and n.dev == DEV_ABSENT and n.host == HOST_RESIDENT for n in t.ranks[0].nodes))
+
+
+def _locked(m, s, a, t) -> bool:
+    return a.name == "lock_request"
+
+
+def _lock_again(m, t):
+    """The running request's lock step again: it is running already."""
+    req, _end = t.ranks[0].running[0]
+    return act("lock_request", req=req)
+
+
+def _unlock_idle(m, t):
+    """An unlock step for a request that is not running."""
+    running = {r for r, _e in t.ranks[0].running}
+    return act("unlock_request", req=next(r for r in range(len(m.pages.request_pages)) if r not in running))
+
+
+SITUATIONS = (
+    Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
+              overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
+    Situation("prefetch hit in one rank's store", "wt-prefetch-2r", ("store_loss",), _prefetch_one_store),
+    Situation("lock a running request again", "request-locks-2r", (), _locked, _lock_again),
+    Situation("unlock a request that is not running", "request-locks-2r", (), _locked, _unlock_idle),
+)
+
+
+def trace(sit: Situation):
+    """(config, actions, indices of probes) of a situation; LookupError when no search
+    reaches its goal (the model no longer has the situation)."""
+    cfg = model_file.load(sit.model).config
+    if sit.overrides:
+        cfg = replace(cfg, **dict(sit.overrides))
+    if sit.faults:
+        cfg = replace(cfg, faults=frozenset(cfg.faults) | frozenset(sit.faults))
+    model = Model(cfg)
+    path = first_path(model, lambda s, a, t: sit.goal(model, s, a, t))
+    if path is None:
+        raise LookupError(f"situation {sit.name!r}: no trace of {sit.model} reaches it")
+    probes = ()
+    if sit.probe is not None:
+        t = model.init_states()[0]
+        for a in path:
+            t = model.next_state(t, a)
+        path, probes = path + [sit.probe(model, t)], (len(path),)
+    return cfg, path, probes
+
+
+def check(sit: Situation, driver_for) -> str:
+    """Replay the situation on ``driver_for(cfg)()``: "" when the implementation agrees,
+    else the disagreement."""
+    cfg, actions, probes = trace(sit)
+    driver = driver_for(cfg)()
+    try:
+        mm = replay(driver, actions, expect_disabled=probes).mismatch
+    finally:
+        driver.close()
+    return "" if mm is None else f"{mm.kind} at step {mm.step} of {len(actions)}: {mm.message}"

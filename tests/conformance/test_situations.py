@@ -1,0 +1,48 @@
+"""Rare situations (tiercheck.conformance.situations): the shortest spec trace to each
+reaches its goal, and the reference agrees on it, probes included; an implementation that
+gets the situation wrong is caught."""
+
+from __future__ import annotations
+
+import pytest
+
+from tiercheck.conformance import situations as st
+from tiercheck.conformance.adapters import driver_factory
+from tiercheck.impl.hicache.rank import HiCacheRank
+from tiercheck.spec.model import Model
+
+
+def _reference(cfg):
+    return driver_factory("reference", cfg)
+
+
+@pytest.mark.parametrize("sit", st.SITUATIONS, ids=lambda s: s.name)
+def test_the_shortest_trace_reaches_the_situation_and_the_reference_agrees(sit):
+    cfg, actions, probes = st.trace(sit)
+    model = Model(cfg)
+    s = model.init_states()[0]
+    for a in actions[:len(actions) - len(probes) - 1]:
+        s = model.next_state(s, a)
+    goal = actions[len(actions) - len(probes) - 1]
+    assert sit.goal(model, s, goal, model.next_state(s, goal))
+    for i in probes:
+        assert model.next_state(model.next_state(s, goal), actions[i]) is None  # disabled: a probe
+    assert st.check(sit, _reference) == ""
+
+
+def test_a_rank_that_locks_a_running_request_twice_is_caught(monkeypatch):
+    lock = HiCacheRank.lock_running
+
+    def twice(self, tokens):
+        self.running.pop(tuple(int(t) for t in tokens), None)  # forgets the request runs
+        return lock(self, tokens)
+
+    monkeypatch.setattr(HiCacheRank, "lock_running", twice)
+    sit = next(s for s in st.SITUATIONS if s.name == "lock a running request again")
+    assert "state at step 2" in st.check(sit, _reference)
+
+
+def test_a_search_that_finds_nothing_says_so():
+    sit = st.Situation("never", "wt-1r", (), lambda m, s, a, t: False)
+    with pytest.raises(LookupError, match="no trace of wt-1r"):
+        st.trace(sit)
