@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, List, NamedTuple
 
 from .consensus import THEOREMS, run_theorem
-from .obligations import ACTION_NAMES, CASES, Result, prove_action, targets_for
+from .obligations import ACTION_NAMES, CASES, SPLIT_FLAGS, UNDECIDED_NOTE, Result, prove_action, targets_for
 from .strengthen import STRENGTHENING
 
 DEFAULT_PAGES = 2
@@ -176,7 +176,8 @@ def summary_line(audit: Audit) -> str:
     return (f"{ok}/{n} obligations proved, {th}/{len(audit.theorems)} consensus theorems as expected; "
             f"{audit.wall:.1f}s wall on {audit.workers} worker(s) ({audit.cpu:.1f}s cpu, "
             f"{os.cpu_count()} cores visible), {pages}, ranks and counters unbounded"
-            + (f"; variants {', '.join(audit.variants)}" if audit.variants else ""))
+            + (f"; variants {', '.join(audit.variants)}" if audit.variants else "")
+            + (f"; {UNDECIDED_NOTE}" if any(r.action in SPLIT_FLAGS for r in audit.obligations) else ""))
 
 
 def to_json(audit: Audit) -> dict:

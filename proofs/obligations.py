@@ -296,7 +296,23 @@ def _split(action, cases, fix):
     fixes = [{**(fix or {}), flag: v} for v in ([fix[flag]] if flag in (fix or {}) else [False, True])]
     fixes = [g for f in fixes for g in _refine(f, "wb", f[flag])]
     fixes = [g for f in fixes for g in _refine(f, "dupr", f[flag] and f.get("wb") is True)]
+    asked = set(fix or {})
+    fixes = [f for f in fixes if not (f[flag] and undecided(f) and not asked >= set(UNDECIDED_PART))]
     return [(c, f) for f in fixes for c in cases]
+
+
+# The part of an evicting action's configurations that z3 does not decide within the
+# audit's time limits: the eviction under write_back with duplicate reclaim (the agreed
+# host allocation's two reclaim passes in every round). Proved only when a caller names
+# it in ``fix`` (tests/proofs/test_proofs_scheduler_evicts.py, -m slow); the audit leaves
+# it out and says so (UNDECIDED_NOTE, docs/proofs.md).
+UNDECIDED_PART = {"wb": True, "dupr": True}
+UNDECIDED_NOTE = ("not in the audit: insert_evicts / load_back_evicts under write_back with duplicate reclaim "
+                  "(z3 does not decide it in time; docs/proofs.md)")
+
+
+def undecided(fix) -> bool:
+    return all(fix.get(k) == v for k, v in UNDECIDED_PART.items())
 
 
 def _refine(fix, name, when):
