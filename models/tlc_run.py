@@ -60,8 +60,14 @@ def run_tlc(model_dir, workers: int = 2, timeout: Optional[float] = None, module
     """Run TLC on ``model_dir/module.tla`` (with its .cfg); deadlock checking off.
     ``jvm_options`` go to the JVM before TLC's class (e.g. ``-XX:TieredStopAtLevel=1``)."""
     d = Path(model_dir)
+    # TLC extracts its standard modules (Integers.tla, ...) into java.io.tmpdir and deletes
+    # them at exit: with the shared /tmp, two runs at once read each other's half-written or
+    # deleted files ("Module-Table lookup failure"). Each run gets its own directory.
+    tmp = d / "java-tmp"
+    tmp.mkdir(exist_ok=True)
     cmd = [
-        java(), "-XX:+UseParallelGC", *jvm_options, "-cp", str(find_jar()), "tlc2.TLC",
+        java(), "-XX:+UseParallelGC", f"-Djava.io.tmpdir={tmp}", *jvm_options,
+        "-cp", str(find_jar()), "tlc2.TLC",
         "-workers", str(workers), "-deadlock", "-cleanup",
         "-metadir", str(d / "states"), f"{module}.tla",
     ]
@@ -86,6 +92,7 @@ def run_tlc(model_dir, workers: int = 2, timeout: Optional[float] = None, module
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
     end = time.monotonic()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     res.cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
