@@ -16,6 +16,8 @@ from tiercheck.impl.hicache import FileStorage, HiCacheConfig, LockstepHiCache, 
 from tiercheck.impl.hicache import metrics as mt
 from tiercheck.impl.hicache.errors import DeviceFullError, ProtocolError
 from tiercheck.impl.kvdata import KVLayout
+from tiercheck.errors import UserError
+from tiercheck.spec.config import changed
 from tiercheck.spec.model import Model
 
 from . import counters
@@ -25,12 +27,29 @@ from .serving import match_problems
 LAYOUT = KVLayout(layers=1, heads=1, head_dim=4, page_size=1)
 
 
+# The options of other HiCache versions (spec/config.py, option=True) that the reference
+# implements; it follows the seeds, so a model setting any other one would report the
+# option's behaviour as a disagreement.
+IMPLEMENTED_OPTIONS = frozenset({"load_back_threshold"})
+
+
+def unimplemented_options(cfg) -> list:
+    """The option fields ``cfg`` sets that the reference implementation does not have."""
+    return [n for n in changed(cfg, lambda c: c.option) if n not in IMPLEMENTED_OPTIONS]
+
+
 def impl_config(cfg, variants=frozenset(), manual: bool = True) -> HiCacheConfig:
+    missing = unimplemented_options(cfg)
+    if missing:
+        raise UserError(f"the reference implementation follows the seeds and lacks the option(s) "
+                        f"{', '.join(missing)} this model sets (behaviours of another HiCache version, "
+                        f"docs/spec.md \"Options\"); check the model with `tiercheck check`, or conform "
+                        f"an implementation that has them (--impl sglang)")
     return HiCacheConfig(
         layout=replace(LAYOUT, page_size=cfg.page_size),
         load_back_threshold=cfg.load_back_threshold,
         device_pages=cfg.device_pages,
-        host_pages=max(cfg.host_pages, 1),
+        host_pages=cfg.host_pages,
         policy=cfg.policy,
         storage=cfg.storage,
         prefetch=cfg.prefetch and cfg.storage,

@@ -42,8 +42,9 @@ class PageAllocator:
     """
 
     def __init__(self, capacity: int, *, base: int = 0, name: str = "pool", lowest_first: bool = False) -> None:
-        if not isinstance(capacity, int) or capacity < 1:
-            raise UserError(f"{name}: capacity must be a positive number of pages, got {capacity!r}")
+        # 0 is a pool every allocation fails on (a HiCache without a host tier).
+        if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 0:
+            raise UserError(f"{name}: capacity must be a number of pages >= 0, got {capacity!r}")
         self.capacity = capacity
         self.base = base
         self.name = name

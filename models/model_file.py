@@ -28,7 +28,7 @@ from typing import List, Optional
 from tiercheck.errors import UserError
 from tiercheck.inputs import MODEL_BYTES, read_text
 from tiercheck.spec.config import CONSTANTS, FAULTS, POLICIES, PREFETCH_STOPS, VICTIM_ORDERS, Config
-from tiercheck.spec.properties import BY_NAME, default_properties
+from tiercheck.spec.properties import BY_NAME, default_properties, evictions_can_finish
 from tiercheck.spec.variants import VARIANTS
 
 from tiercheck.toml_compat import tomllib
@@ -183,6 +183,15 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
                 f"({largest} pages): mirror release only releases up to the target, so a larger "
                 f"waiting node could never be admitted",
             )
+    progress = [x for x in ("eviction_progress", "eviction_progress_fair") if x in props]
+    if progress and not evictions_can_finish(cfg):
+        largest = max(cfg.pages_of(r) for r in cfg.requests)
+        raise err(
+            "model.host_pages",
+            f"is {cfg.host_pages}, but {progress[0]} under write_back needs it >= the longest request "
+            f"({largest} pages): a node is evicted only after its backup, so a larger node could "
+            f"never leave the device",
+        )
     expect = check.get("expect_violation")
     if expect is not None and not isinstance(expect, str):
         raise err("check.expect_violation", f"must be one property name (a string), got a {type(expect).__name__}")

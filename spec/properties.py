@@ -567,6 +567,15 @@ def host_channel_applies(cfg) -> bool:
     return cfg.storage and cfg.mirror_release and "partial_storage" not in cfg.faults and admits_longest
 
 
+def evictions_can_finish(cfg) -> bool:
+    """Under write_back a device node is evicted only after its backup, so a node larger than
+    the whole host pool stays on device for good, by construction rather than by any step
+    of the protocol (SGLang sizes the host pool above the device pool). eviction_progress
+    is a claim only where every request fits the host pool (model files reject asking for
+    it elsewhere)."""
+    return not cfg.write_back or cfg.host_pages >= max(cfg.pages_of(r) for r in cfg.requests)
+
+
 def on_request(cfg) -> bool:
     return False  # checked only when a model file names it
 
@@ -594,6 +603,7 @@ _EVICTION_PROGRESS = Property(
     Progress(eviction_obligations, eviction_frees, background_step,
              "unlocked evictable device data exists, and no evict() step frees a device "
              "page now or after in-flight work drains"),
+    evictions_can_finish,
 )
 
 # In the order a model file lists its default properties.

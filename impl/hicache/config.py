@@ -80,10 +80,11 @@ class HiCacheConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.layout, KVLayout):
             raise UserError(f"hicache: layout must be a KVLayout, got {self.layout!r}")
-        for name in ("device_pages", "host_pages"):
+        # A host pool of 0 pages is a HiCache whose every host allocation fails (no host tier).
+        for name, least in (("device_pages", 1), ("host_pages", 0)):
             v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise UserError(f"hicache: {name} must be a positive int, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool) or v < least:
+                raise UserError(f"hicache: {name} must be an int >= {least}, got {v!r}")
         if self.policy not in POLICIES:
             raise UserError(f"hicache: policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
         if self.victim_order not in VICTIM_ORDERS:

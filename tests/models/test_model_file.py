@@ -58,6 +58,10 @@ def test_a_good_file_loads_with_defaults(tmp_path):
         ("[model]\nrequests = [[1]]\n[check]\nmax_states = 0\n", "check.max_states", "positive"),
         ("[model]\nrequests = [[1]]\n[check]\nwhatever = 0\n", "check.whatever", "unknown key"),
         ("[model\nrequests = [[1]]\n", "", "not valid TOML"),
+        ("[model]\nrequests = [[1, 2, 3]]\nhost_pages = 2\npolicy = 'write_back'\n"
+         "[check]\nproperties = ['eviction_progress']\n", "model.host_pages", "longest request (3 pages)"),
+        ("[model]\nrequests = [[1, 2, 3]]\nhost_pages = 0\npolicy = 'write_back'\n"
+         "[check]\nproperties = ['no_ghost', 'eviction_progress_fair']\n", "model.host_pages", "never leave the device"),
     ],
 )
 def test_each_validation_error_names_file_and_key(tmp_path, text, key, words):
@@ -85,3 +89,13 @@ def test_dump_round_trips(tmp_path):
     mf = model_file.load("variants/negated-pair-overflow")
     again = model_file.parse(__import__("tomllib").loads(model_file.dump(mf)), "dumped")
     assert again.config == mf.config and again.properties == mf.properties
+
+
+@pytest.mark.parametrize("policy, host, checked", [
+    ("write_back", 2, False),  # the 3-page node can never be written back: no claim to check
+    ("write_back", 3, True),
+    ("write_through", 0, True),  # write-through evicts a node with no host copy by dropping it
+])
+def test_eviction_progress_is_a_default_where_every_request_fits_the_host_pool(tmp_path, policy, host, checked):
+    text = f"[model]\nrequests = [[1, 2, 3], [4]]\nhost_pages = {host}\npolicy = '{policy}'\n"
+    assert ("eviction_progress" in model_file.load(str(_write(tmp_path, text))).properties) == checked
