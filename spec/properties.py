@@ -496,8 +496,10 @@ def eviction_frees(m, s, key, frees) -> bool:
 
 
 def background_step(kind: str, name: str) -> bool:
-    """DMA and storage completions, sync rounds and the environment: no new requests."""
-    return kind != "replicated"
+    """In-flight work, no new requests: DMA and storage completions, sync rounds, the
+    environment, and a running request finishing (unlock_request): a request lock held by
+    a request that runs is dropped when it ends, as a copy's lock is when the copy does."""
+    return kind != "replicated" or name == "unlock_request"
 
 
 def locked_nodes(m, s):

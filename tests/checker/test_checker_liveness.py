@@ -194,3 +194,17 @@ def test_leads_to_property_shape():
     assert p.kind == "liveness" and "evict" in p.fn.cycle_excludes
     assert liveness.fair_name("writing_check") and liveness.fair_name("insert")
     assert not liveness.fair_name("evict") and not liveness.fair_name("store_lose")
+
+
+def test_a_running_request_finishing_is_in_flight_work_for_progress():
+    """write_back, a 1-page host pool held by the copy of a node a running request locks:
+    the other device node cannot be written back until that request ends. The request
+    ending (unlock_request) is in-flight work, not a new request, so eviction_progress holds;
+    counted as a new request it would be a 5-step violation of the correct protocol."""
+    from tiercheck.spec.config import Config
+    from tiercheck.spec.properties import background_step
+
+    assert background_step("replicated", "unlock_request") and not background_step("replicated", "lock_request")
+    m = Model(Config(requests=((1,), (2,)), device_pages=2, host_pages=1, policy="write_back", request_locks=True))
+    _c, res = explore(m, ["eviction_progress", "lock_release"])
+    assert res.verdicts == {"eviction_progress": "holds", "lock_release": "holds"}
