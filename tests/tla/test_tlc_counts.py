@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tiercheck.spec.variants import VARIANTS as SPEC_VARIANTS
 from tiercheck.models import model_file, tla_export
+from tiercheck.models.checker import Checker
 from tiercheck.models.tlc_run import run_tlc
+from tiercheck.spec.model import Model
 
 from tlc_helpers import bfs_distinct, needs_tlc, tiercheck_distinct
 
@@ -52,10 +56,16 @@ def test_tlc_reports_the_invariant_a_variant_breaks(tmp_path):
 
 # Models of the features issue 15 added to the spec (the small ones in the default run).
 # all-features-2r (tests/tla/models/) has every one but the CP planner at once: 2,780 states.
-FEATURES = ["paged-1r", "slots-prefetch-1r", "wt-prefetch-fail-1r", "wt-prefetch-revoke-1r"]
+# The scheduler's own eviction (insert_evicts, load_back_evicts): wt-evicts-1r,
+# evicts-lanes-1r and evicts-reclaim-held-1r (tests/tla/models/) in the default run;
+# evicts-reclaim-lru-2r (write_back, duplicate reclaim, LRU, slots, 2 ranks) and
+# evicts-all-features-2r (with every feature above) in the slow one.
+FEATURES = ["paged-1r", "slots-prefetch-1r", "wt-prefetch-fail-1r", "wt-prefetch-revoke-1r",
+            "wt-evicts-1r", "evicts-lanes-1r", "evicts-reclaim-held-1r"]
 FEATURES_SLOW = ["all-features-2r", "request-locks-1r", "request-locks-2r", "wt-prefetch-wait-2r", "lru-2r",
                  "slots-1r", "wt-durable-lru-1r", "cp-planner-ancestors-1r", "cp-planner-lanes-2r",
-                 "wt-prefetch-timeout-2r", "cp-planner-lru-1r", "wt-prefetch-endings-2r"]
+                 "wt-prefetch-timeout-2r", "cp-planner-lru-1r", "wt-prefetch-endings-2r",
+                 "request-locks-evicts-1r", "wb-evicts-2r", "evicts-reclaim-lru-2r", "evicts-all-features-2r"]
 LOCAL_MODELS = Path(__file__).parent / "models"
 
 
@@ -86,6 +96,84 @@ def test_tlc_reports_what_a_feature_variant_breaks(tmp_path, name):
     res = _tlc(tmp_path, SPEC_VARIANTS[name].model, inv + act)
     assert not res.ok
     assert res.violated == [SPEC_VARIANTS[name].expect]
+
+
+# The scheduler's own eviction variants: TLC checking the property the variant breaks stops
+# there with a trace as long as tiercheck's shortest counterexample (with every property,
+# TLC reports an invariant that breaks in the same step first), and the same model without
+# the variant passes every property with tiercheck's count.
+EVICTS_VARIANTS = ["lru-evicts-locked-parent", "load-back-evicts-chain-unlocked"]
+
+
+@pytest.mark.parametrize("name", EVICTS_VARIANTS)
+def test_tlc_catches_the_scheduler_eviction_variants(tmp_path, name):
+    rec = SPEC_VARIANTS[name]
+    mf = model_file.load(rec.model)
+    found = Checker(Model(mf.config), [rec.expect]).run().violations[rec.expect]
+    res = _tlc(tmp_path / "variant", rec.model, [rec.expect])
+    assert not res.ok and res.violated == [rec.expect]
+    assert res.trace_states == len(found[0].states)  # both count the initial state
+    fixed = replace(mf, config=replace(mf.config, variants=frozenset()))
+    inv, act, _rest = tla_export.split_properties(fixed.properties)
+    want = Checker(Model(fixed.config), inv + act).run()
+    assert want.complete and not want.violations
+    tla_export.export(fixed, tmp_path / "fixed", inv + act)
+    clean = run_tlc(tmp_path / "fixed", workers=1, timeout=900)
+    assert clean.ok, clean.output[-3000:]
+    assert clean.distinct == want.distinct
+
+
+def test_release_safety_exempts_what_the_eviction_held(tmp_path):
+    # evicts-reclaim-held-1r: an insert's eviction reclaims the host copy of the node it
+    # holds locked. The twin passes with tiercheck's count (the default run checks the
+    # count in the feature test); a copy whose exemption is FALSE reports release_safety.
+    name = str(LOCAL_MODELS / "evicts-reclaim-held-1r.toml")
+    tla_export.export(model_file.load(name), tmp_path, ["release_safety"])
+    text = (tmp_path / "HiCache.tla").read_text()
+    start, end = text.index("HeldWhileEvicting(r, e) =="), text.index("ReleaseOk(r, rs, rt, e) ==")
+    (tmp_path / "HiCache.tla").write_text(text[:start] + "HeldWhileEvicting(r, e) == FALSE\n\n" + text[end:])
+    res = run_tlc(tmp_path, workers=1, timeout=900)
+    assert res.violated == ["release_safety"], res.output[-3000:]
+
+
+def _option_cases():
+    """The cases of tests/models/test_spec_options.py: per option of another HiCache
+    version, a model where switching only that option changes the transition relation."""
+    spec = importlib.util.spec_from_file_location(
+        "spec_option_cases", Path(__file__).parents[1] / "models" / "test_spec_options.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return [(o, b, c) for o, b, c in mod.CASES if o != "prefetch_at_hit"]  # its prefetch half is refused
+
+
+@pytest.mark.parametrize("option, base, change", _option_cases(), ids=[c[0] for c in _option_cases()])
+def test_tlc_equals_tiercheck_on_each_option(tmp_path, option, base, change):
+    mf = model_file.load(base)
+    mf = replace(mf, config=replace(mf.config, **change))
+    assert getattr(mf.config, option)
+    inv, act, _rest = tla_export.split_properties(mf.properties)
+    want = Checker(Model(mf.config), inv + act).run()
+    assert want.complete and not want.violations
+    tla_export.export(mf, tmp_path, inv + act)
+    res = run_tlc(tmp_path, workers=1, timeout=900)
+    assert res.ok, res.output[-3000:]
+    assert res.distinct == want.distinct
+
+
+# SGLang 0.5.23's configuration (every option on, models/library/sglang/): the models
+# without prefetch (the twin refuses prefetch_at_hit's prefetch half).
+SGLANG = ["sglang/wt-1r", "sglang/wb-1r"]
+SGLANG_SLOW = ["sglang/wt-2r", "sglang/wts-1r", "sglang/wt-alloc-2r", "sglang/wt-storage-starvation-1r",
+               "sglang/wb-2r", "sglang/wt-storage-1r", "sglang/wb-storage-1r", "sglang/wt-alloc-leak-2r",
+               "sglang/wt-storage-mla-2r"]
+
+
+@pytest.mark.parametrize("name", SGLANG + [pytest.param(n, marks=pytest.mark.slow) for n in SGLANG_SLOW])
+def test_tlc_equals_tiercheck_on_sglang_models(tmp_path, name):
+    want, props = tiercheck_distinct(name)
+    res = _tlc(tmp_path, name, props)
+    assert res.ok, res.output[-3000:]
+    assert res.distinct == want
 
 
 CORRECT = [
