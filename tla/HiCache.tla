@@ -655,14 +655,39 @@ Anchor(rs, req) ==
 Protect(rs, anchor, delta) ==
     IF anchor < 0 THEN rs ELSE [rs EXCEPT !.nodes[anchor].href = @ + delta]
 
-\* All replicas agree on the anchor, and the store has the first missing page.
+\* Pages of path from index k on that rank r's store holds, up to the first miss.
+HeldFrom(r, path, k) == Max({g \in 0 .. Len(path) - k : \A j \in 1 .. g : path[k + j] \in store[Source(r)]})
+
+\* Option prefetch_at_hit: the storage hit query's pages, MIN over the ranks, and the
+\* pages requested by the prefetches in flight (prefetch_tokens_occupied).
+StorageHit(req, k) == Min({HeldFrom(r, ReqPages[req], k) : r \in RankIds})
+Occupied(rs) == SumSeq([i \in DOMAIN rs.pq |-> Len(ReqPages[rs.pq[i][1]]) - rs.pq[i][3]])
+
+\* All replicas agree on the anchor, and the store has the first missing page (option
+\* prefetch_at_hit: prefetch_rate_limited at half the host pool, then a hit below one
+\* page is revoked).
 CanPrefetch(req, a) ==
     /\ a # NoAnchor
     /\ \A r \in RankIds : Anchor(ranks[r], req) = a
-    /\ \E r \in RankIds : ReqPages[req][a[1] + 1] \in store[Source(r)]
+    /\ IF PrefetchAtHit
+       THEN Occupied(ranks[0]) < HostPages \div 2 /\ StorageHit(req, a[1]) > 0
+       ELSE \E r \in RankIds : ReqPages[req][a[1] + 1] \in store[Source(r)]
+
+\* Option prefetch_at_hit (allocate_storage_hit): the hit's pages, else evict_host(hit)
+\* and the hit or what is free (partial); nothing free: revoked (the evictions stay).
+TakeAtHit(rs, req, anchor, k, hit) ==
+    LET rs1 == IF rs.host_free < hit THEN EvictHost(rs, hit) ELSE rs
+        n == Min2(hit, rs1.host_free)
+    IN  IF n < 1 THEN Protect(rs1, anchor, -1)
+        ELSE [rs1 EXCEPT !.host_free = @ - n, !.pq = Append(@, << req, anchor, k, n >>),
+                         !.pdone = Append(@, NOT_DONE), !.pflags = IF TracksFlags THEN Append(@, {}) ELSE @]
 
 \* protect_host(anchor) first, then reserve host slots for the missing pages.
 PrefetchEffect(req, a, fail) ==
+    IF PrefetchAtHit
+    THEN LET hit == StorageHit(req, a[1])
+         IN  TLCEval([r \in RankIds |-> TakeAtHit(Protect(ranks[r], a[2], 1), req, a[2], a[1], hit)])
+    ELSE
     LET k == a[1]  anchor == a[2]
         n == Len(ReqPages[req]) - k
         alloc == AllocateHost(TLCEval([r \in RankIds |-> Protect(ranks[r], anchor, 1)]), n, fail, TRUE)
@@ -689,25 +714,41 @@ PagesRead(op, held) ==
     IN  Max({g \in 0 .. op[4] : \A j \in 1 .. g : path[op[3] + j] \in held})
 
 \* The rank's read finishes with the leading pages its store holds.
+\* (Option prefetch_at_hit: one read thread per rank, an earlier read finishes first.)
 prefetch_io(r, i) ==
     /\ i \in DOMAIN ranks[r].pq
     /\ ranks[r].pdone[i] = NOT_DONE
+    /\ ~PrefetchAtHit \/ \A j \in 1 .. i - 1 : ranks[r].pdone[j] # NOT_DONE
     /\ ranks' = [ranks EXCEPT ![r].pdone[i] = PagesRead(ranks[r].pq[i], store[Source(r)])]
     /\ UNCHANGED << store, hung, halted >>
+
+\* Option prefetch_at_hit (insert_host under write_through): a fetched node the tree holds
+\* without a host copy takes the fetched slots as its host copy; the slots of nodes with
+\* one are freed.  pages[p + 1 ..] still to walk: << rank state, pages freed >>.
+RECURSIVE RefillFrom(_, _, _, _)
+RefillFrom(rs, pages, p, freed) ==
+    IF p >= Len(pages) THEN << rs, freed >>
+    ELSE LET e == rs.owner[pages[p + 1]]
+             size == NodeLen(rs, e)
+         IN  IF rs.nodes[e].host = ABSENT
+             THEN RefillFrom([rs EXCEPT !.nodes[e].host = HOST_RESIDENT], pages, p + size, freed)
+             ELSE RefillFrom(rs, pages, p + size, freed + size)
 
 FinishPrefetch(rs, i, completed) ==
     LET op == rs.pq[i]
         anchor == op[2]  k == op[3]  n == op[4]
         fetched == SubSeq(ReqPages[op[1]], k + 1, k + completed)
         have == Max({h \in 0 .. Len(fetched) : \A j \in 1 .. h : rs.owner[fetched[j]] >= 0})
-        rs1 == IF have > 0 THEN EnsureBoundary(rs, fetched[have]) ELSE rs
+        rs0 == IF have > 0 THEN EnsureBoundary(rs, fetched[have]) ELSE rs
+        refill == IF PrefetchAtHit THEN RefillFrom(rs0, SubSeq(fetched, 1, have), 0, 0) ELSE << rs0, have >>
+        rs1 == refill[1]
         rs2 == IF have < Len(fetched)
                THEN TouchLru(AddNode(rs1, fetched[have + 1], fetched[Len(fetched)],
                                      [NoNode EXCEPT !.start = fetched[have + 1], !.host = HOST_RESIDENT]),
                              << fetched[Len(fetched)] >>)
                ELSE rs1
         tail == n - completed
-        freeNow == have + (IF Has("prefetch-double-free") THEN tail ELSE 0)
+        freeNow == refill[2] + (IF Has("prefetch-double-free") THEN tail ELSE 0)
         held == IF Slots THEN rs.pslots[i] ELSE << >>
         rsS == IF ~Slots THEN rs2
                ELSE LET a == AdoptSlots(rs2, Slice(fetched, have, Len(fetched)), Slice(held, have, completed))

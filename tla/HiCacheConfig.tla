@@ -42,7 +42,7 @@ CONSTANTS
     SettledDuplicates, \* loading nodes are no duplicates; the load ack is a birth
     WbDropUnbacked,    \* write_back: a victim whose backup is rejected is dropped
     LoadBackThreshold, \* load-backs of fewer tokens are refused
-    PrefetchAtHit,     \* (the insert's part only) an insert counts a hit on the nodes it un-evicts
+    PrefetchAtHit,     \* prefetch takes the storage hit's slots, reads in order, refills; insert hits
     PageSize,          \* tokens per page
     VictimOrder,       \* "path" | "lru": the order host-side victims are taken in
     Slots,             \* slot identities: which slot holds each page, free slot sets

@@ -64,8 +64,7 @@ def test_every_boolean_option_has_a_case():
 def test_option_metadata_is_complete():
     """An option of another HiCache version is not modelled by the proofs and was not
     reviewed for prefix relabelings: each says so in its record. The TLA+ twin models
-    every one (a CONSTANT each; prefetch_at_hit's prefetch half is refused by
-    spec/config.py UNMODELLED)."""
+    every one (a CONSTANT each)."""
     for c in CONSTANTS.values():
         assert c.doc, c.name
         if c.option:

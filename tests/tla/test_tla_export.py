@@ -91,8 +91,7 @@ def _options():
 
 
 def test_every_config_field_is_a_twin_constant():
-    # The options of other HiCache versions and the scheduler's own eviction included;
-    # only spec/config.py UNMODELLED settings are refused (prefetch_at_hit's prefetch half).
+    # The options of other HiCache versions and the scheduler's own eviction included.
     assert {c.name for c in CONSTANTS.values() if not c.twin} == set()
     assert {"backup_chain", "wb_drop_unbacked", "prefetch_at_hit"} <= {k for k, _ in _options()}
     assert tla_export.TWIN_FIELDS <= set(CONSTANTS)
@@ -116,12 +115,9 @@ def test_options_are_exported_and_a_field_without_a_twin_is_refused(monkeypatch,
         tla_export.render(model_file.parse(raw, "m.toml"))
 
 
-def test_prefetch_at_hit_with_prefetch_is_refused():
-    # The twin has the insert half of prefetch_at_hit (sglang/wt-1r exports), not its
-    # prefetch half (spec/config.py UNMODELLED).
-    assert "    PrefetchAtHit = TRUE" in tla_export.render(model_file.load("sglang/wt-1r"))[1]
-    with pytest.raises(UserError, match=r"option prefetch_at_hit with prefetch is not in the TLA\+ twin"):
-        tla_export.render(model_file.load("sglang/wt-prefetch-1r"))
+def test_prefetch_at_hit_is_exported_with_prefetch():
+    _mc, cfg = tla_export.render(model_file.load("sglang/wt-prefetch-1r"))
+    assert "    PrefetchAtHit = TRUE" in cfg and "    Prefetch = TRUE" in cfg
 
 
 def test_the_twin_has_exactly_the_variants_whose_record_says_so():
@@ -154,7 +150,6 @@ def test_tla_command_writes_a_runnable_model(tla_cli, tmp_path, capsys):
         (["tla", "wt-1r", "-o", "X", "--property", "bogus"], "unknown property 'bogus'"),
         (["tla", "wt-1r", "-o", "X", "--no-properties", "--property", "no_ghost"], "exclude each other"),
         (["tla", "wt-1r", "-o", "FILE"], "not a directory"),
-        (["tla", "sglang/wt-prefetch-1r", "-o", "X"], "option prefetch_at_hit with prefetch is not in the TLA+ twin"),
     ],
 )
 def test_tla_command_bad_input_is_one_line_exit_2(tla_cli, tmp_path, capsys, monkeypatch, argv, needle):
@@ -164,6 +159,16 @@ def test_tla_command_bad_input_is_one_line_exit_2(tla_cli, tmp_path, capsys, mon
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "X").exists()  # nothing written on refusal
+
+
+def test_a_field_without_a_twin_is_one_line_exit_2(tla_cli, tmp_path, capsys, monkeypatch):
+    # Every field has a twin CONSTANT today: one whose record names none is refused.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(CONSTANTS, "backup_chain", CONSTANTS["backup_chain"]._replace(twin=""))
+    assert tla_cli(["tla", "sglang/wt-1r", "-o", "X"]) == 2
+    err = capsys.readouterr().err
+    assert "option backup_chain = true is not in the TLA+ twin" in err and err.count("\n") == 1
+    assert not (tmp_path / "X").exists()
 
 
 def test_the_features_of_issue_15_are_exported():

@@ -155,9 +155,10 @@ def _option_cases():
         "spec_option_cases", Path(__file__).parents[1] / "models" / "test_spec_options.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    cases = [(o, b, c) for o, b, c in mod.CASES if o != "prefetch_at_hit"] + EXTRA_OPTION_CASES
-    return [pytest.param(o, b, c, id=o, marks=() if o in DEFAULT_OPTIONS else pytest.mark.slow)
-            for o, b, c in cases]  # prefetch_at_hit's case has prefetch on: refused
+    cases = [(o, b, c, o) for o, b, c in mod.CASES]
+    cases += [(o, b, c, f"{o}-more") for o, b, c in EXTRA_OPTION_CASES]
+    return [pytest.param(o, b, c, id=i, marks=() if o in DEFAULT_OPTIONS else pytest.mark.slow)
+            for o, b, c, i in cases]
 
 
 def _tlc_on_the_spec_states(tmp_path, mf, edit_cfg=lambda text: text):
@@ -205,11 +206,11 @@ def test_state_sets_tell_an_option_the_twin_ignored(tmp_path):
     assert res.violated == ["InSpecReach"]
 
 
-# SGLang 0.5.23's configuration (every option on, models/library/sglang/): the models
-# without prefetch (the twin refuses prefetch_at_hit's prefetch half).
+# SGLang 0.5.23's configuration (every option on, models/library/sglang/).
 SGLANG = ["sglang/wb-1r"]
 SGLANG_SLOW = ["sglang/wt-1r", "sglang/wt-2r", "sglang/wts-1r", "sglang/wt-alloc-2r", "sglang/wt-storage-starvation-1r",
-               "sglang/wb-2r", "sglang/wt-storage-1r", "sglang/wb-storage-1r", "sglang/wt-storage-mla-2r"]
+               "sglang/wb-2r", "sglang/wt-storage-1r", "sglang/wb-storage-1r", "sglang/wt-storage-mla-2r",
+               "sglang/wt-prefetch-1r", "sglang/wt-prefetch-2r"]
 
 
 @pytest.mark.parametrize("name", SGLANG + [pytest.param(n, marks=pytest.mark.slow) for n in SGLANG_SLOW])
