@@ -36,6 +36,8 @@ class TlcResult:
     search_cpu: Optional[float] = None
     returncode: int = 0
     output: str = ""
+    # States of the error trace TLC printed (initial state included), None without one.
+    trace_states: Optional[int] = None
 
 
 def find_jar() -> Path:
@@ -106,6 +108,8 @@ def run_tlc(model_dir, workers: int = 2, timeout: Optional[float] = None, module
     res.ok = "Model checking completed. No error has been found." in res.output
     res.violated = re.findall(r"Invariant (\w+) is violated", res.output)
     res.violated += re.findall(r"Action property (\w+) is violated", res.output)
+    numbers = [int(n) for n in re.findall(r"^State (\d+): ", res.output, re.M)]
+    res.trace_states = max(numbers) if numbers else None
     return res
 
 

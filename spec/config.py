@@ -100,16 +100,17 @@ class Config:
     variants: frozenset = constant(frozenset(), "bug variants (spec/variants.py)", twin="Variants")
     # Options: deliberate behaviours of other HiCache versions (docs/spec.md, "Options").
     # Every default is the seeds' protocol; models/library/sglang/ sets SGLang 0.5.23's.
-    backup_chain: bool = _option("write_through: ancestors first, stop at the first rejection")
-    evict_host_shortfall: bool = _option("host admission evicts need - free, not need")
-    backup_path_lock: bool = _option("a write-through backup locks the node's whole path")
-    storage_per_node: bool = _option("a D->H ack starts one H->L3 backup per node it covers")
-    lbp_write_back_only: bool = _option("load_back_pending is marked under write_back only")
-    settled_duplicates: bool = _option("loading nodes are no duplicates; the load ack is a birth")
-    wb_drop_unbacked: bool = _option("write_back: a victim whose backup is rejected is dropped")
+    backup_chain: bool = _option("write_through: ancestors first, stop at the first rejection", twin="BackupChain")
+    evict_host_shortfall: bool = _option("host admission evicts need - free, not need", twin="EvictHostShortfall")
+    backup_path_lock: bool = _option("a write-through backup locks the node's whole path", twin="BackupPathLock")
+    storage_per_node: bool = _option("a D->H ack starts one H->L3 backup per node it covers", twin="StoragePerNode")
+    lbp_write_back_only: bool = _option("load_back_pending is marked under write_back only", twin="LbpWriteBackOnly")
+    settled_duplicates: bool = _option("loading nodes are no duplicates; the load ack is a birth", twin="SettledDuplicates")
+    wb_drop_unbacked: bool = _option("write_back: a victim whose backup is rejected is dropped", twin="WbDropUnbacked")
     load_back_threshold: int = _option("load-backs of fewer tokens are refused", 1, (1, 16), twin="LoadBackThreshold")
     prefetch_at_hit: bool = _option("prefetch takes host slots for the ranks' MIN storage hit, reads in order, "
-                                    "refills host copies; an insert counts a hit on the nodes it un-evicts")
+                                    "refills host copies; an insert counts a hit on the nodes it un-evicts",
+                                    twin="PrefetchAtHit")
     # Workload features beyond the seeds' actions (neither the twin nor the proofs model
     # them yet; tiercheck tla and tiercheck prove refuse a model that sets them).
     # Tokens per page: requests are token sequences, pages their page_size-token chunks
@@ -124,9 +125,10 @@ class Config:
     # Eviction the scheduler's steps do by themselves (seed 004's evict(num_tokens), LRU
     # by victim order) instead of separate evict steps (spec/eviction.py evict_lru).
     insert_evicts: bool = constant(False, "an insert without device room first evicts leaves by victim order "
-                                   "(the scheduler's evict(num_tokens))", symmetry=False)
+                                   "(the scheduler's evict(num_tokens))", twin="InsertEvicts", symmetry=False)
     load_back_evicts: bool = constant(False, "a load_back without device room first evicts leaves by victim "
-                                      "order (HiRadixCache.load_back's retry with eviction)", symmetry=False)
+                                      "order (HiRadixCache.load_back's retry with eviction)", twin="LoadBackEvicts",
+                                      symmetry=False)
 
     def pages_of(self, req) -> int:
         """Whole pages of a request (what insert caches)."""

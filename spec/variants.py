@@ -326,7 +326,6 @@ VARIANTS = {
             "lock check",
             "locked_never_evicted",
             action="insert", proof_pages=4,  # a locked parent, its leaf, a two-page request
-            twin=False,
             catalogue=False,
         ),
         Variant(
@@ -341,7 +340,6 @@ VARIANTS = {
             "node being loaded",
             "no_use_after_free",
             action="load_back",
-            twin=False,
             catalogue=False,
         ),
     ]

@@ -51,6 +51,128 @@ RoundDue == TracksDigest /\ \E r \in RankIds : ranks[r].digest # << >>
 MinOver(f) == Min({f[r] : r \in RankIds})
 
 -----------------------------------------------------------------------------
+(* evict (spec/eviction.py).                                               *)
+
+\* _evict_backuped: free the device copy; the host copy stays.
+Demote(rs, e) ==
+    [GiveSlots(rs, "d", Range(NodePages(rs, e))) EXCEPT !.dev_free = @ + NodeLen(rs, e),
+                                                       !.nodes[e].dev = ABSENT]
+
+\* Every node below e is host-only and free of references.
+Prunable(rs, e) ==
+    \A d \in Subtree(rs, e) \ {e} : rs.nodes[d].href = 0 /\ rs.nodes[d].lock = 0
+
+\* _evict_regular without a host copy: delete e and prune its host-only subtree.
+Delete(rs, e) ==
+    LET below == Subtree(rs, e) \ {e}
+        freedHost == IF Has("orphan-host-subtree") THEN 0 ELSE SumLenSet(rs, below)
+        rs1 == GiveSlots(rs, "d", Range(NodePages(rs, e)))
+        rs2 == IF Has("orphan-host-subtree") THEN rs1
+               ELSE GiveSlots(rs1, "h", {p \in Pages : rs.owner[p] \in below})
+    IN  RemoveNodes([rs2 EXCEPT !.dev_free = @ + NodeLen(rs, e), !.host_free = @ + freedHost],
+                    {e} \cup below)
+
+\* e is evicted as a device leaf on this rank: an evictable leaf, or (forced: variant
+\* lru-evicts-locked-parent) a resident node without device children whatever its lock.
+LeafOn(rs, e, forced) ==
+    /\ e >= 0
+    /\ Live(rs, e)
+    /\ IF forced THEN rs.nodes[e].dev = RESIDENT /\ \A c \in ChildNodes(rs, e) : rs.nodes[c].dev = ABSENT
+       ELSE IsDeviceLeaf(rs, e)
+
+\* One rank's eviction of a leaf when no host write is needed.
+EvictLeaf(rs, e) ==
+    IF rs.nodes[e].host = HOST_RESIDENT THEN Demote(rs, e)
+    ELSE IF Has("orphan-host-subtree") \/ Prunable(rs, e) THEN Delete(rs, e)
+    ELSE rs    \* a busy host-only descendant keeps the node for now
+
+EvictOne(rs, e, forced) == IF LeafOn(rs, e, forced) THEN EvictLeaf(rs, e) ELSE rs
+
+\* write_back: stage the node to host (blocking writing_check), then demote.
+StageAndDemote(rs, e, need) ==
+    LET n == rs.nodes[e]
+        rs1 == [TakeSlots(rs, "h", NodePages(rs, e))
+                EXCEPT !.host_free = @ - need,
+                       !.nodes[e] = [n EXCEPT !.host = HOST_RESIDENT,
+                                                 !.href = @ + (IF Storage THEN 1 ELSE 0)]]
+        rs2 == RegisterDuplicate(rs1, e)
+        rs3 == IF Storage THEN [rs2 EXCEPT !.sq = Append(@, << n.start, e >>)] ELSE rs2
+    IN  Demote(rs3, e)
+
+\* Option wb_drop_unbacked: nothing in e's subtree is locked, host-referenced or
+\* load-back pending (its descendants are host-only: e is a device leaf).
+Droppable(rs, e) ==
+    \A d \in Subtree(rs, e) : rs.nodes[d].lock = 0 /\ rs.nodes[d].href = 0 /\ ~rs.nodes[d].lbp
+
+\* A write_back victim whose backup was rejected stays on the device, or (option
+\* wb_drop_unbacked, drop_subtree_no_host) is dropped with its host-only subtree.
+Unbacked(rs, e) == IF WbDropUnbacked /\ Droppable(rs, e) THEN Delete(rs, e) ELSE rs
+
+\* One device eviction on every rank (spec/eviction.py evict_nodes): rank r evicts leaf
+\* victims[r] (-1: none), forced[r] whatever its lock.  Under write_back a victim without
+\* a host copy is staged first, with an agreed host allocation.
+EvictNodes(rks, victims, fail, forced) ==
+    LET needsWrite == TLCEval([r \in RankIds |-> /\ LeafOn(rks[r], victims[r], forced[r])
+                                                 /\ rks[r].nodes[victims[r]].host = ABSENT])
+    IN  IF ~(WriteBack /\ \E r \in RankIds : needsWrite[r])
+        THEN TLCEval([r \in RankIds |-> EvictOne(rks[r], victims[r], forced[r])])
+        ELSE LET holder == Min({r \in RankIds : needsWrite[r]})
+                 need == NodeLen(rks[holder], victims[holder])
+                 alloc == AllocateHost(rks, need, fail, ~Has("partial-backup-leak"))
+             IN  TLCEval([r \in RankIds |->
+                            IF ~needsWrite[r] THEN EvictOne(alloc[1][r], victims[r], forced[r])
+                            ELSE IF ~alloc[2][r] THEN Unbacked(alloc[1][r], victims[r])
+                            ELSE StageAndDemote(alloc[1][r], victims[r], need)])
+
+\* The evict action names the same node on every rank.
+EvictEffect(e, fail) == EvictNodes(ranks, [r \in RankIds |-> e], fail, [r \in RankIds |-> FALSE])
+
+evict(e, fail) ==
+    /\ \E r \in RankIds : Live(ranks[r], e) /\ IsDeviceLeaf(ranks[r], e)
+    /\ ranks' = EvictEffect(e, fail)
+    /\ UNCHANGED << store, hung, halted >>
+
+-----------------------------------------------------------------------------
+(* The scheduler's own eviction (spec/eviction.py evict_lru, make_room):   *)
+(* seed 004's evict(num_tokens), run by insert (insert_evicts) and by       *)
+(* load_back (load_back_evicts) when the device pool lacks room.           *)
+
+\* Per rank, pop evictable device leaves in victim order (FirstVictim: the end page, or
+\* the LRU order) until want[r] device pages are freed or no leaf is left; a victim
+\* that frees nothing (busy host-only descendants, a rejected write-back) is skipped
+\* (stuck).  Variant lru-evicts-locked-parent: after a victim, its parent joins the
+\* candidates once no child holds a device copy, and is popped without the lock check.
+RECURSIVE EvictLruLoop(_, _, _, _, _, _)
+EvictLruLoop(rks, want, freed, stuck, pushed, fail) ==
+    LET Cands(r) == IF freed[r] >= want[r] THEN {}
+                    ELSE {e \in LiveNodes(rks[r]) \ stuck[r] :
+                             IsDeviceLeaf(rks[r], e) \/ (e \in pushed[r] /\ LeafOn(rks[r], e, TRUE))}
+        victims == TLCEval([r \in RankIds |-> LET c == Cands(r) IN IF c = {} THEN -1 ELSE FirstVictim(rks[r], c)])
+    IN  IF \A r \in RankIds : victims[r] = -1 THEN rks
+        ELSE LET forced == [r \in RankIds |-> victims[r] >= 0 /\ ~IsDeviceLeaf(rks[r], victims[r])]
+                 after == EvictNodes(rks, victims, fail, forced)
+                 got == TLCEval([r \in RankIds |-> after[r].dev_free - rks[r].dev_free])
+                 Up(r) == ParentNode(rks[r], victims[r])
+             IN  EvictLruLoop(after, want,
+                              [r \in RankIds |-> IF victims[r] >= 0 THEN freed[r] + got[r] ELSE freed[r]],
+                              [r \in RankIds |-> IF victims[r] >= 0 /\ got[r] = 0 THEN stuck[r] \cup {victims[r]}
+                                                 ELSE stuck[r]],
+                              [r \in RankIds |-> IF /\ Has("lru-evicts-locked-parent")
+                                                    /\ victims[r] >= 0 /\ got[r] # 0
+                                                    /\ Up(r) >= 0 /\ Live(after[r], Up(r))
+                                                 THEN pushed[r] \cup {Up(r)} ELSE pushed[r]],
+                              fail)
+
+\* Every rank short of needs[r] device pages evicts the shortfall while hold[r] (a node
+\* end, or -1) and its path stay locked.
+MakeRoom(rks, needs, hold, fail) ==
+    LET locked == TLCEval([r \in RankIds |-> IF hold[r] >= 0 THEN LockPath(rks[r], hold[r], 1) ELSE rks[r]])
+        done == EvictLruLoop(locked, [r \in RankIds |-> Max2(0, needs[r] - rks[r].dev_free)],
+                             [r \in RankIds |-> 0], [r \in RankIds |-> {}], [r \in RankIds |-> {}], fail)
+    IN  TLCEval([r \in RankIds |-> IF hold[r] >= 0 /\ Live(done[r], hold[r])
+                                   THEN LockPath(done[r], hold[r], -1) ELSE done[r]])
+
+-----------------------------------------------------------------------------
 (* insert (spec/write_path.py).                                            *)
 
 \* Variant page-ceil-match: the walk takes a cached sibling page whose leading token
@@ -121,10 +243,12 @@ InsertWalk(rs, items, toWrite, pos) ==
              rs0 == IF it.split >= 0 THEN SplitNode(rs, it.end, it.split) ELSE rs
              e == IF it.split >= 0 THEN it.split ELSE it.end
          IN  IF rs0.nodes[e].dev = ABSENT
-             THEN InsertWalk(RegisterDuplicate(TakeSlots([rs0 EXCEPT !.nodes[e].dev = RESIDENT,
+             THEN LET rs1 == RegisterDuplicate(TakeSlots([rs0 EXCEPT !.nodes[e].dev = RESIDENT,
                                                                      !.dev_free = @ - it.k],
-                                                         "d", NodePages(rs0, e)), e),
-                             Tail(items), toWrite, pos + it.k)
+                                                         "d", NodePages(rs0, e)), e)
+                      \* option prefetch_at_hit: SGLang counts a hit on the nodes it un-evicts too
+                      h == IF PrefetchAtHit THEN Hit(rs1, e, toWrite) ELSE << rs1, toWrite >>
+                  IN  InsertWalk(h[1], Tail(items), h[2], pos + it.k)
              ELSE LET h == Hit(rs0, e, toWrite)
                   IN  InsertWalk(h[1], Tail(items), h[2], pos + it.k)
 
@@ -144,18 +268,22 @@ InsertOnRank(rs, req) ==
              IN  << TouchLru(h[1], Append(met, path[Len(path)])), h[2] >>
         ELSE << TouchLru(rs1, met), w[2] >>
 
+\* (Option backup_path_lock: the write locks the node's whole path, not the node alone.)
 StageWrite(rs, e, need) ==
     LET n == rs.nodes[e]
-    IN  [TakeSlots(rs, "h", NodePages(rs, e))
-         EXCEPT !.host_free = @ - need, !.wq = Append(@, << n.start, e >>),
-                !.nodes[e] = [n EXCEPT !.host = WRITING, !.lock = @ + 1]]
+        rs1 == [TakeSlots(rs, "h", NodePages(rs, e))
+                EXCEPT !.host_free = @ - need, !.wq = Append(@, << n.start, e >>),
+                       !.nodes[e] = [n EXCEPT !.host = WRITING, !.lock = @ + (IF BackupPathLock THEN 0 ELSE 1)]]
+    IN  IF BackupPathLock THEN LockPath(rs1, e, 1) ELSE rs1
 
-\* write_backup for the i-th node some rank wants staged, then the rest.
-RECURSIVE WriteBackupFrom(_, _, _, _)
-WriteBackupFrom(rks, wanted, failing, i) ==
-    IF \A r \in RankIds : i > Len(wanted[r]) THEN rks
-    ELSE LET w == TLCEval([r \in RankIds |-> IF i <= Len(wanted[r]) THEN wanted[r][i] ELSE -1])
-             holder == Min({r \in RankIds : w[r] # -1})
+\* write_backup for the i-th node some rank wants staged, then the rest.  Option
+\* backup_chain: a rank whose allocation rejected a node stages none after it (stopped).
+RECURSIVE WriteBackupFrom(_, _, _, _, _)
+WriteBackupFrom(rks, wanted, failing, i, stopped) ==
+    LET w == TLCEval([r \in RankIds |-> IF i <= Len(wanted[r]) /\ r \notin stopped THEN wanted[r][i] ELSE -1])
+    IN
+    IF \A r \in RankIds : w[r] = -1 THEN rks
+    ELSE LET holder == Min({r \in RankIds : w[r] # -1})
              e == w[holder]
              need == NodeLen(rks[holder], e)
              agree == ~Has("partial-backup-leak")
@@ -165,14 +293,15 @@ WriteBackupFrom(rks, wanted, failing, i) ==
              rks1 == TLCEval([r \in RankIds |-> IF alloc[2][r] /\ w[r] # -1
                                                 THEN StageWrite(alloc[1][r], e, need)
                                                 ELSE alloc[1][r]])
-         IN  WriteBackupFrom(rks1, wanted, failing, i + 1)
+             rejected == IF BackupChain THEN {r \in RankIds : w[r] # -1 /\ ~alloc[2][r]} ELSE {}
+         IN  WriteBackupFrom(rks1, wanted, failing, i + 1, stopped \cup rejected)
 
 \* res: rank -> << rank state, nodes to stage >> of insert() on that rank.
 InsertEffect(res, fail) ==
     LET rks == TLCEval([r \in RankIds |-> res[r][1]])
         wanted == TLCEval([r \in RankIds |-> res[r][2]])
     IN  IF \E r \in RankIds : wanted[r] # << >>
-        THEN WriteBackupFrom(rks, wanted, fail, 1)
+        THEN WriteBackupFrom(rks, wanted, fail, 1, {})
         ELSE rks
 
 \* CP owner lanes (CpLanes > 1): each lane has room for the pages the insert takes.
@@ -181,10 +310,35 @@ LanesFit(rs, req) ==
     \/ ~AnyDeficit(LaneDeficits(rs, {p \in Range(ReqPages[req]) :
                                        rs.owner[p] < 0 \/ rs.nodes[rs.owner[p]].dev = ABSENT}))
 
+InsertFits(rks, req) == \A r \in RankIds : InsertDeviceNeed(rks[r], req) <= rks[r].dev_free /\ LanesFit(rks[r], req)
+
+\* insert() on every rank, then write_backup of the nodes it wants staged.
+InsertAll(rks, req, fail) == InsertEffect(TLCEval([r \in RankIds |-> InsertOnRank(rks[r], req)]), fail)
+
+\* insert_evicts: the scheduler's evict(num_tokens) before the allocation, on every rank
+\* short of device pages, while the request holds the last node its walk reaches (and
+\* that node's path); none when the pool has room (a CP lane may still lack it).
+InsertRoom(req, fail) ==
+    LET needs == TLCEval([r \in RankIds |-> InsertDeviceNeed(ranks[r], req)])
+        Last(r) == LET w == Walk(ranks[r], req) IN IF w = << >> THEN -1 ELSE w[Len(w)].end
+    IN  IF \A r \in RankIds : needs[r] <= ranks[r].dev_free THEN ranks
+        ELSE MakeRoom(ranks, needs, [r \in RankIds |-> Last(r)], fail)
+
+\* After its own eviction the insert goes on if it fits now; else (DeviceFullError) the
+\* request waits and the step only evicted.
+InsertEvictEffect(req, fail) ==
+    LET room == TLCEval(InsertRoom(req, fail))
+    IN  IF InsertFits(room, req) THEN InsertAll(room, req, fail) ELSE room
+
+\* Without room, insert_evicts makes the insert a step when its eviction changes something.
 insert(req, fail) ==
-    /\ \A r \in RankIds : InsertDeviceNeed(ranks[r], req) <= ranks[r].dev_free /\ LanesFit(ranks[r], req)
-    /\ ranks' = InsertEffect(TLCEval([r \in RankIds |-> InsertOnRank(ranks[r], req)]), fail)
-    /\ UNCHANGED << store, hung, halted >>
+    IF InsertFits(ranks, req)
+    THEN /\ ranks' = InsertAll(ranks, req, fail)
+         /\ UNCHANGED << store, hung, halted >>
+    ELSE /\ InsertEvicts
+         /\ ranks' = InsertEvictEffect(req, fail)
+         /\ ranks' # ranks
+         /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
 (* The D->H copy finishing on one rank, and writing_check.                 *)
@@ -197,21 +351,29 @@ write_dma_done(r) ==
 \* Commit one D->H copy: host resident, write lock dropped, storage backup started.
 \* (Variant split-write-lock-leak: the ack unlocks only the node the write was
 \* registered with, end; the half a split cut off above it keeps the lock.)
+\* (Option backup_path_lock: the ack unlocks the path of end instead, CommitOps.)
+PathLock == BackupPathLock /\ ~WriteBack
+
 CommitNode(rs, e, end) ==
     RegisterDuplicate([rs EXCEPT !.nodes[e].host = HOST_RESIDENT,
-                                 !.nodes[e].lock = @ - (IF WriteBack \/ (Has("split-write-lock-leak") /\ e # end)
+                                 !.nodes[e].lock = @ - (IF WriteBack \/ PathLock \/ (Has("split-write-lock-leak") /\ e # end)
                                                         THEN 0 ELSE 1),
                                  !.nodes[e].href = @ + (IF Storage THEN 1 ELSE 0)], e)
 
 RECURSIVE CommitNodes(_, _, _)
 CommitNodes(rs, es, end) == IF es = << >> THEN rs ELSE CommitNodes(CommitNode(rs, Head(es), end), Tail(es), end)
 
+\* Option storage_per_node: one H->L3 backup per node the copy covers.
 RECURSIVE CommitOps(_, _)
 CommitOps(rs, ops) ==
     IF ops = << >> THEN rs
     ELSE LET op == Head(ops)
-             rs1 == CommitNodes(rs, NodesCovering(rs, op[1], op[2]), op[2])
-         IN  CommitOps(IF Storage THEN [rs1 EXCEPT !.sq = Append(@, op)] ELSE rs1, Tail(ops))
+             covering == NodesCovering(rs, op[1], op[2])
+             rs0 == CommitNodes(rs, covering, op[2])
+             rs1 == IF PathLock THEN LockPath(rs0, op[2], -1) ELSE rs0
+             new == IF StoragePerNode THEN [i \in DOMAIN covering |-> << rs1.nodes[covering[i]].start, covering[i] >>]
+                    ELSE << op >>
+         IN  CommitOps(IF Storage THEN [rs1 EXCEPT !.sq = @ \o new] ELSE rs1, Tail(ops))
 
 CommitWrites(rs, n) ==
     LET rs1 == CommitOps(rs, SubSeq(rs.wq, 1, n))
@@ -238,64 +400,6 @@ writing_check ==
        THEN UNCHANGED vars   \* MIN = 0, no digests to clear: the effect is the identity
        ELSE /\ ranks' = WritingCheckEffect(AfterDigest)
             /\ UNCHANGED << store, hung, halted >>
-
------------------------------------------------------------------------------
-(* evict (spec/eviction.py).                                               *)
-
-\* _evict_backuped: free the device copy; the host copy stays.
-Demote(rs, e) ==
-    [GiveSlots(rs, "d", Range(NodePages(rs, e))) EXCEPT !.dev_free = @ + NodeLen(rs, e),
-                                                       !.nodes[e].dev = ABSENT]
-
-\* Every node below e is host-only and free of references.
-Prunable(rs, e) ==
-    \A d \in Subtree(rs, e) \ {e} : rs.nodes[d].href = 0 /\ rs.nodes[d].lock = 0
-
-\* _evict_regular without a host copy: delete e and prune its host-only subtree.
-Delete(rs, e) ==
-    LET below == Subtree(rs, e) \ {e}
-        freedHost == IF Has("orphan-host-subtree") THEN 0 ELSE SumLenSet(rs, below)
-        rs1 == GiveSlots(rs, "d", Range(NodePages(rs, e)))
-        rs2 == IF Has("orphan-host-subtree") THEN rs1
-               ELSE GiveSlots(rs1, "h", {p \in Pages : rs.owner[p] \in below})
-    IN  RemoveNodes([rs2 EXCEPT !.dev_free = @ + NodeLen(rs, e), !.host_free = @ + freedHost],
-                    {e} \cup below)
-
-EvictOnRank(rs, e) ==
-    IF ~Live(rs, e) \/ ~IsDeviceLeaf(rs, e) THEN rs
-    ELSE IF rs.nodes[e].host = HOST_RESIDENT THEN Demote(rs, e)
-    ELSE IF Has("orphan-host-subtree") \/ Prunable(rs, e) THEN Delete(rs, e)
-    ELSE rs
-
-\* write_back: stage the node to host (blocking writing_check), then demote.
-StageAndDemote(rs, e, need) ==
-    LET n == rs.nodes[e]
-        rs1 == [TakeSlots(rs, "h", NodePages(rs, e))
-                EXCEPT !.host_free = @ - need,
-                       !.nodes[e] = [n EXCEPT !.host = HOST_RESIDENT,
-                                                 !.href = @ + (IF Storage THEN 1 ELSE 0)]]
-        rs2 == RegisterDuplicate(rs1, e)
-        rs3 == IF Storage THEN [rs2 EXCEPT !.sq = Append(@, << n.start, e >>)] ELSE rs2
-    IN  Demote(rs3, e)
-
-EvictEffect(e, fail) ==
-    LET needsWrite == TLCEval([r \in RankIds |-> /\ Live(ranks[r], e)
-                                                 /\ IsDeviceLeaf(ranks[r], e)
-                                                 /\ ranks[r].nodes[e].host = ABSENT])
-    IN  IF ~(WriteBack /\ \E r \in RankIds : needsWrite[r])
-        THEN TLCEval([r \in RankIds |-> EvictOnRank(ranks[r], e)])
-        ELSE LET holder == Min({r \in RankIds : needsWrite[r]})
-                 need == NodeLen(ranks[holder], e)
-                 alloc == AllocateHost(ranks, need, fail, ~Has("partial-backup-leak"))
-             IN  TLCEval([r \in RankIds |->
-                            IF ~needsWrite[r] THEN EvictOnRank(alloc[1][r], e)
-                            ELSE IF ~alloc[2][r] THEN alloc[1][r]
-                            ELSE StageAndDemote(alloc[1][r], e, need)])
-
-evict(e, fail) ==
-    /\ \E r \in RankIds : Live(ranks[r], e) /\ IsDeviceLeaf(ranks[r], e)
-    /\ ranks' = EvictEffect(e, fail)
-    /\ UNCHANGED << store, hung, halted >>
 
 -----------------------------------------------------------------------------
 (* The CP load-back planner and local_access (spec/cp_planner.py).         *)
@@ -430,21 +534,37 @@ ChainDeficits(rs, chain, total) ==
     IF CpLanes = 1 THEN [l \in Lanes |-> Max2(0, total - rs.dev_free)]
     ELSE LaneDeficits(rs, ChainPages(rs, chain))
 
-LoadBackOnRank(rs0, e) ==
-    LET chain == NodesToLoad(rs0, e)
-        total == SumLen(rs0, chain)
-        deficits == ChainDeficits(rs0, chain, total)
-        rs == IF AnyDeficit(deficits)     \* the CP planner evicts first (guard: CpPlanner)
-              THEN EvictVictims(rs0, PlanVictims(rs0, deficits, PathToRoot(rs0, e)))
-              ELSE rs0
-        cs == Range(chain)
-        rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF x \in cs
-                                             THEN [rs.nodes[x] EXCEPT !.dev = LOADING, !.lbp = TRUE]
-                                             ELSE rs.nodes[x]])]
-        rs2 == TouchLru(LockPath(rs1, e, 1), chain)
-    IN  [TakeSlots(rs2, "d", Chain(rs2.nodes[chain[1]].start, e))
-         EXCEPT !.dev_free = @ - total,
-                    !.lq = Append(@, << rs2.nodes[chain[1]].start, e >>)]
+\* The lane deficits of a device allocation of the page sequence `pages`.
+PageDeficits(rs, pages) ==
+    IF CpLanes = 1 THEN [l \in Lanes |-> Max2(0, Len(pages) - rs.dev_free)]
+    ELSE LaneDeficits(rs, Range(pages))
+
+\* One rank's load_back of e: `was` before the scheduler's own eviction (load_back_evicts),
+\* rs0 after it.  The chain, its pages and host copies are those taken before that
+\* eviction (the seed's host_indices).  Still without room: the CP planner evicts its
+\* victims first; otherwise (load_back_evicts) the load returns 0 and only the eviction
+\* happened.  Variant load-back-evicts-chain-unlocked: the eviction may have taken chain
+\* nodes; the load goes on with what it took before and locks what is left of the path.
+LoadBackOnRank(was, rs0, e) ==
+    LET chain == NodesToLoad(was, e)
+        first == was.nodes[chain[1]].start
+        pages == Chain(first, e)
+        deficits == PageDeficits(rs0, pages)
+    IN  IF AnyDeficit(deficits) /\ ~CpPlanner THEN rs0
+        ELSE LET rs == IF AnyDeficit(deficits)
+                       THEN EvictVictims(rs0, PlanVictims(rs0, deficits, PathToRoot(rs0, e)))
+                       ELSE rs0
+                 kept == SelectSeq(chain, LAMBDA x : Live(rs, x))
+                 ks == Range(kept)
+                 up == PathToRoot(was, e)
+                 rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |->
+                           IF x \in ks
+                           THEN [rs.nodes[x] EXCEPT !.dev = LOADING, !.lbp = WriteBack \/ ~LbpWriteBackOnly,
+                                                    !.lock = @ + (IF x \in up THEN 1 ELSE 0)]
+                           ELSE IF x \in up /\ Live(rs, x) THEN [rs.nodes[x] EXCEPT !.lock = @ + 1]
+                           ELSE rs.nodes[x]])]
+             IN  [TakeSlots(TouchLru(rs1, kept), "d", pages)
+                  EXCEPT !.dev_free = @ - Len(pages), !.lq = Append(@, << first, e >>)]
 
 CanLoadBack(rs, e) ==
     /\ Live(rs, e)
@@ -455,10 +575,29 @@ CanLoadBack(rs, e) ==
        /\ LET deficits == ChainDeficits(rs, chain, total) IN
           \/ ~AnyDeficit(deficits)
           \/ CpPlanner /\ PlanVictims(rs, deficits, PathToRoot(rs, e)) # << >>
+          \/ ~CpPlanner /\ LoadBackEvicts    \* short: its own eviction first
 
+\* load_back_evicts (HiRadixCache.load_back's retry: evict, then load again): every
+\* rank whose device pool lacks the chain's pages evicts by victim order while the node
+\* being loaded and its path are locked (variant load-back-evicts-chain-unlocked: the
+\* first resident ancestor, the seed's inc_lock_ref(ancester_node)).
+LoadBackRoom(e) ==
+    LET needs == TLCEval([r \in RankIds |-> SumLen(ranks[r], NodesToLoad(ranks[r], e))])
+        Hold(r) == IF Has("load-back-evicts-chain-unlocked")
+                   THEN ParentNode(ranks[r], NodesToLoad(ranks[r], e)[1]) ELSE e
+    IN  IF \A r \in RankIds : needs[r] <= ranks[r].dev_free THEN ranks
+        ELSE MakeRoom(ranks, needs, [r \in RankIds |-> Hold(r)], {})
+
+LoadBackEffect(e) ==
+    LET room == IF LoadBackEvicts /\ ~CpPlanner THEN TLCEval(LoadBackRoom(e)) ELSE ranks
+    IN  TLCEval([r \in RankIds |-> LoadBackOnRank(ranks[r], room[r], e)])
+
+\* With load_back_evicts a load without room is a step when its eviction or the load
+\* changes something (a load always does).
 load_back(e) ==
     /\ \A r \in RankIds : CanLoadBack(ranks[r], e)
-    /\ ranks' = TLCEval([r \in RankIds |-> LoadBackOnRank(ranks[r], e)])
+    /\ ranks' = LoadBackEffect(e)
+    /\ ~LoadBackEvicts \/ CpPlanner \/ ranks' # ranks
     /\ UNCHANGED << store, hung, halted >>
 
 load_dma_done(r) ==
@@ -474,7 +613,12 @@ FinishLoads(rs, ops) ==
              rs1 == [rs EXCEPT !.nodes = TLCEval([x \in Pages |-> IF x \in cs
                                                   THEN [rs.nodes[x] EXCEPT !.dev = RESIDENT, !.lbp = FALSE]
                                                   ELSE rs.nodes[x]])]
-         IN  FinishLoads(IF Live(rs1, op[2]) THEN LockPath(rs1, op[2], -1) ELSE rs1, Tail(ops))
+             \* option settled_duplicates: finish_load_back registers the loaded nodes bottom-up
+             rs2 == IF SettledDuplicates
+                    THEN LET ns == NodesCovering(rs, op[1], op[2])
+                         IN  RegisterDuplicates(rs1, [i \in DOMAIN ns |-> ns[Len(ns) + 1 - i]])
+                    ELSE rs1
+         IN  FinishLoads(IF Live(rs2, op[2]) THEN LockPath(rs2, op[2], -1) ELSE rs2, Tail(ops))
 
 LoadingCheckEffect(rks) ==
     LET n == MinOver([r \in RankIds |-> rks[r].ldone])
@@ -511,14 +655,39 @@ Anchor(rs, req) ==
 Protect(rs, anchor, delta) ==
     IF anchor < 0 THEN rs ELSE [rs EXCEPT !.nodes[anchor].href = @ + delta]
 
-\* All replicas agree on the anchor, and the store has the first missing page.
+\* Pages of path from index k on that rank r's store holds, up to the first miss.
+HeldFrom(r, path, k) == Max({g \in 0 .. Len(path) - k : \A j \in 1 .. g : path[k + j] \in store[Source(r)]})
+
+\* Option prefetch_at_hit: the storage hit query's pages, MIN over the ranks, and the
+\* pages requested by the prefetches in flight (prefetch_tokens_occupied).
+StorageHit(req, k) == Min({HeldFrom(r, ReqPages[req], k) : r \in RankIds})
+Occupied(rs) == SumSeq([i \in DOMAIN rs.pq |-> Len(ReqPages[rs.pq[i][1]]) - rs.pq[i][3]])
+
+\* All replicas agree on the anchor, and the store has the first missing page (option
+\* prefetch_at_hit: prefetch_rate_limited at half the host pool, then a hit below one
+\* page is revoked).
 CanPrefetch(req, a) ==
     /\ a # NoAnchor
     /\ \A r \in RankIds : Anchor(ranks[r], req) = a
-    /\ \E r \in RankIds : ReqPages[req][a[1] + 1] \in store[Source(r)]
+    /\ IF PrefetchAtHit
+       THEN Occupied(ranks[0]) < HostPages \div 2 /\ StorageHit(req, a[1]) > 0
+       ELSE \E r \in RankIds : ReqPages[req][a[1] + 1] \in store[Source(r)]
+
+\* Option prefetch_at_hit (allocate_storage_hit): the hit's pages, else evict_host(hit)
+\* and the hit or what is free (partial); nothing free: revoked (the evictions stay).
+TakeAtHit(rs, req, anchor, k, hit) ==
+    LET rs1 == IF rs.host_free < hit THEN EvictHost(rs, hit) ELSE rs
+        n == Min2(hit, rs1.host_free)
+    IN  IF n < 1 THEN Protect(rs1, anchor, -1)
+        ELSE [rs1 EXCEPT !.host_free = @ - n, !.pq = Append(@, << req, anchor, k, n >>),
+                         !.pdone = Append(@, NOT_DONE), !.pflags = IF TracksFlags THEN Append(@, {}) ELSE @]
 
 \* protect_host(anchor) first, then reserve host slots for the missing pages.
 PrefetchEffect(req, a, fail) ==
+    IF PrefetchAtHit
+    THEN LET hit == StorageHit(req, a[1])
+         IN  TLCEval([r \in RankIds |-> TakeAtHit(Protect(ranks[r], a[2], 1), req, a[2], a[1], hit)])
+    ELSE
     LET k == a[1]  anchor == a[2]
         n == Len(ReqPages[req]) - k
         alloc == AllocateHost(TLCEval([r \in RankIds |-> Protect(ranks[r], anchor, 1)]), n, fail, TRUE)
@@ -545,25 +714,41 @@ PagesRead(op, held) ==
     IN  Max({g \in 0 .. op[4] : \A j \in 1 .. g : path[op[3] + j] \in held})
 
 \* The rank's read finishes with the leading pages its store holds.
+\* (Option prefetch_at_hit: one read thread per rank, an earlier read finishes first.)
 prefetch_io(r, i) ==
     /\ i \in DOMAIN ranks[r].pq
     /\ ranks[r].pdone[i] = NOT_DONE
+    /\ ~PrefetchAtHit \/ \A j \in 1 .. i - 1 : ranks[r].pdone[j] # NOT_DONE
     /\ ranks' = [ranks EXCEPT ![r].pdone[i] = PagesRead(ranks[r].pq[i], store[Source(r)])]
     /\ UNCHANGED << store, hung, halted >>
+
+\* Option prefetch_at_hit (insert_host under write_through): a fetched node the tree holds
+\* without a host copy takes the fetched slots as its host copy; the slots of nodes with
+\* one are freed.  pages[p + 1 ..] still to walk: << rank state, pages freed >>.
+RECURSIVE RefillFrom(_, _, _, _)
+RefillFrom(rs, pages, p, freed) ==
+    IF p >= Len(pages) THEN << rs, freed >>
+    ELSE LET e == rs.owner[pages[p + 1]]
+             size == NodeLen(rs, e)
+         IN  IF rs.nodes[e].host = ABSENT
+             THEN RefillFrom([rs EXCEPT !.nodes[e].host = HOST_RESIDENT], pages, p + size, freed)
+             ELSE RefillFrom(rs, pages, p + size, freed + size)
 
 FinishPrefetch(rs, i, completed) ==
     LET op == rs.pq[i]
         anchor == op[2]  k == op[3]  n == op[4]
         fetched == SubSeq(ReqPages[op[1]], k + 1, k + completed)
         have == Max({h \in 0 .. Len(fetched) : \A j \in 1 .. h : rs.owner[fetched[j]] >= 0})
-        rs1 == IF have > 0 THEN EnsureBoundary(rs, fetched[have]) ELSE rs
+        rs0 == IF have > 0 THEN EnsureBoundary(rs, fetched[have]) ELSE rs
+        refill == IF PrefetchAtHit THEN RefillFrom(rs0, SubSeq(fetched, 1, have), 0, 0) ELSE << rs0, have >>
+        rs1 == refill[1]
         rs2 == IF have < Len(fetched)
                THEN TouchLru(AddNode(rs1, fetched[have + 1], fetched[Len(fetched)],
                                      [NoNode EXCEPT !.start = fetched[have + 1], !.host = HOST_RESIDENT]),
                              << fetched[Len(fetched)] >>)
                ELSE rs1
         tail == n - completed
-        freeNow == have + (IF Has("prefetch-double-free") THEN tail ELSE 0)
+        freeNow == refill[2] + (IF Has("prefetch-double-free") THEN tail ELSE 0)
         held == IF Slots THEN rs.pslots[i] ELSE << >>
         rsS == IF ~Slots THEN rs2
                ELSE LET a == AdoptSlots(rs2, Slice(fetched, have, Len(fetched)), Slice(held, have, completed))
@@ -1055,16 +1240,33 @@ durable_only_when_acked == [][DurableStep]_vars
 \* 5. a host copy dropped under a resident device copy was idle, not load-back
 \*    pending, and (write-through) unlocked and durable, or (write_back) not an
 \*    evictable leaf while a non-leaf duplicate was reclaimable.
-ReleaseOk(rs, rt, e) ==
+\* insert_evicts / load_back_evicts: the nodes the step's own eviction ran with locked on
+\* a rank (spec/write_path.py and spec/load_path.py held_while_evicting): the request's
+\* last matched node / the loaded node and their paths, when the rank lacked room.
+InsertHeld(rs, req) ==
+    IF InsertDeviceNeed(rs, req) <= rs.dev_free THEN {}
+    ELSE LET w == Walk(rs, req) IN IF w = << >> THEN {} ELSE PathToRoot(rs, w[Len(w)].end)
+
+LoadBackHeld(rs, e) ==
+    IF ~Live(rs, e) \/ SumLen(rs, NodesToLoad(rs, e)) <= rs.dev_free THEN {} ELSE PathToRoot(rs, e)
+
+\* e was held on rank r by the eviction of the step (an insert or a load_back that
+\* evicted; TLC asks which action the step is, as for durable_only_when_acked).
+HeldWhileEvicting(r, e) ==
+    \/ InsertEvicts /\ \E req \in Reqs : e \in InsertHeld(ranks[r], req) /\ \E fail \in FailSets : insert(req, fail)
+    \/ LoadBackEvicts /\ ~CpPlanner /\ \E x \in Pages : e \in LoadBackHeld(ranks[r], x) /\ load_back(x)
+
+ReleaseOk(r, rs, rt, e) ==
     LET n == rt.nodes[e] IN
     /\ n.href <= 0
     /\ ~n.lbp
     /\ IF ~WriteBack
        THEN n.lock <= 0 /\ n.dev = RESIDENT /\ Range(Chain(n.start, e)) \subseteq rs.durable \cup rt.durable
-       ELSE IsDeviceLeaf(rs, e) =>
-              ~\E i \in DOMAIN rs.dups :
-                 LET d == rs.dups[i] IN
-                 d # e /\ Live(rt, d) /\ CanReclaimDuplicate(rt, d) /\ ~IsDeviceLeaf(rs, d)
+       ELSE (/\ IsDeviceLeaf(rs, e)
+             /\ \E i \in DOMAIN rs.dups :
+                  LET d == rs.dups[i] IN
+                  d # e /\ Live(rt, d) /\ CanReclaimDuplicate(rt, d) /\ ~IsDeviceLeaf(rs, d))
+            => HeldWhileEvicting(r, e)
 
 \* (TLC checks these on every step: a rank whose nodes the step left alone passes at once.)
 ReleaseStep ==
@@ -1072,7 +1274,7 @@ ReleaseStep ==
         (/\ Live(ranks'[r], e)
          /\ ranks[r].nodes[e].host = HOST_RESIDENT
          /\ ranks'[r].nodes[e].host = ABSENT
-         /\ ranks'[r].nodes[e].dev # ABSENT) => ReleaseOk(ranks[r], ranks'[r], e)
+         /\ ranks'[r].nodes[e].dev # ABSENT) => ReleaseOk(r, ranks[r], ranks'[r], e)
 
 release_safety == [][ReleaseStep]_vars
 

@@ -33,11 +33,22 @@ CONSTANTS
     RefreshRounds,     \* anti-churn age gate in drain rounds (0: none)
     MaxLock,           \* bound on lock_ref / host_ref_counter (CONSTRAINT)
     Variants,          \* set of bug-variant names (spec/variants.py)
+    \* Options: deliberate behaviours of other HiCache versions (docs/spec.md, "Options").
+    BackupChain,       \* write-through backups stop at a rank's first rejection
+    EvictHostShortfall,\* host admission evicts need - free, not need
+    BackupPathLock,    \* a write-through backup locks the node's whole path
+    StoragePerNode,    \* a D->H ack starts one H->L3 backup per node it covers
+    LbpWriteBackOnly,  \* load_back_pending is marked under write_back only
+    SettledDuplicates, \* loading nodes are no duplicates; the load ack is a birth
+    WbDropUnbacked,    \* write_back: a victim whose backup is rejected is dropped
     LoadBackThreshold, \* load-backs of fewer tokens are refused
+    PrefetchAtHit,     \* prefetch takes the storage hit's slots, reads in order, refills; insert hits
     PageSize,          \* tokens per page
     VictimOrder,       \* "path" | "lru": the order host-side victims are taken in
     Slots,             \* slot identities: which slot holds each page, free slot sets
-    RequestLocks       \* running requests lock their matched device prefix
+    RequestLocks,      \* running requests lock their matched device prefix
+    InsertEvicts,      \* an insert without device room first evicts by victim order
+    LoadBackEvicts     \* a load_back without device room first evicts by victim order
 
 -----------------------------------------------------------------------------
 (* Small helpers.                                                          *)

@@ -62,6 +62,9 @@ NodeLen(rs, e) == Depth(e) - Depth(rs.nodes[e].start) + 1
 
 ChildNodes(rs, e) == {rs.owner[c] : c \in {c \in Children[e] : rs.owner[c] >= 0}}
 
+\* The node above e (spec/state.py parent_node), -1 for a child of the root.
+ParentNode(rs, e) == IF Parent[rs.nodes[e].start] < 0 THEN -1 ELSE rs.owner[Parent[rs.nodes[e].start]]
+
 \* The tree walks of spec/state.py follow parent and child pointers.  Here they read
 \* the constant page tree instead (no recursion): the tree is prefix-closed (a node
 \* is only ever added under a cached page and removed with its subtree), a node is
@@ -175,10 +178,16 @@ IsDuplicate(rs, e) ==
     Live(rs, e) /\ rs.nodes[e].dev # ABSENT /\ rs.nodes[e].host = HOST_RESIDENT
 
 \* _update_duplicate_tracking at a birth point (ordered dict: re-registering keeps order).
+\* (Option settled_duplicates: a node a load-back still reads joins at the load's ack.)
 RegisterDuplicate(rs, e) ==
-    IF ~(WriteBack /\ DuplicateReclaim) \/ InSeq(e, rs.dups) \/ ~IsDuplicate(rs, e)
+    IF \/ ~(WriteBack /\ DuplicateReclaim) \/ InSeq(e, rs.dups) \/ ~IsDuplicate(rs, e)
+       \/ SettledDuplicates /\ rs.nodes[e].lbp
     THEN rs
     ELSE [rs EXCEPT !.dups = Append(@, e)]
+
+RECURSIVE RegisterDuplicates(_, _)
+RegisterDuplicates(rs, es) ==
+    IF es = << >> THEN rs ELSE RegisterDuplicates(RegisterDuplicate(rs, Head(es)), Tail(es))
 
 -----------------------------------------------------------------------------
 (* Slot identities (spec/slots.py): allocation takes the lowest free slots, *)
@@ -384,15 +393,17 @@ EvictHost(rs, need) ==
 
 \* Host allocation of `need` pages on every rank with evict_host as the fallback:
 \* << ranks, ok per rank >>.  `agree`: the outcome is agreed by a MIN all-reduce.
+\* (Option evict_host_shortfall: the fallback asks evict_host for what is missing.)
 AllocateHost(rks, need, failing, agree) ==
-    LET LocalOk(x, i) == i \notin failing /\ x[i].host_free >= need IN
+    LET LocalOk(x, i) == i \notin failing /\ x[i].host_free >= need
+        Evict(rs) == EvictHost(rs, IF EvictHostShortfall THEN Max2(0, need - rs.host_free) ELSE need) IN
     IF agree
     THEN IF \A i \in RankIds : LocalOk(rks, i)
          THEN << rks, [i \in RankIds |-> TRUE] >>
-         ELSE LET r2 == TLCEval([i \in RankIds |-> EvictHost(rks[i], need)])
+         ELSE LET r2 == TLCEval([i \in RankIds |-> Evict(rks[i])])
                   ok == \A i \in RankIds : LocalOk(r2, i)
               IN  << r2, [i \in RankIds |-> ok] >>
-    ELSE LET r2 == TLCEval([i \in RankIds |-> IF LocalOk(rks, i) THEN rks[i] ELSE EvictHost(rks[i], need)])
+    ELSE LET r2 == TLCEval([i \in RankIds |-> IF LocalOk(rks, i) THEN rks[i] ELSE Evict(rks[i])])
          IN  << r2, TLCEval([i \in RankIds |-> LocalOk(r2, i)]) >>
 
 \* Seed 000's release candidate: a mirror the storage tier makes redundant.

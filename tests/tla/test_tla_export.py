@@ -81,20 +81,19 @@ def test_wide_digests_are_refused_only_when_compared():
 
 
 def _options():
-    """Every Config field the twin has no CONSTANT for, with a non-default value."""
+    """Every option of another HiCache version (spec/config.py ``option``), with a test value."""
     out = []
     for c in CONSTANTS.values():
-        if not c.twin:
-            if c.name in ("victim_order", "prefetch_stop"):
-                out.append((c.name, {"victim_order": "lru", "prefetch_stop": "wait_complete"}[c.name]))
-                continue
+        if c.option:
             assert isinstance(c.default, (bool, int)), f"{c.name}: pick a test value"
             out.append((c.name, True if isinstance(c.default, bool) else c.default + 1))
     return out
 
 
-def test_the_options_are_the_config_fields_outside_the_twin():
-    assert {"backup_chain", "wb_drop_unbacked"} <= {k for k, _ in _options()}
+def test_every_config_field_is_a_twin_constant():
+    # The options of other HiCache versions and the scheduler's own eviction included.
+    assert {c.name for c in CONSTANTS.values() if not c.twin} == set()
+    assert {"backup_chain", "wb_drop_unbacked", "prefetch_at_hit"} <= {k for k, _ in _options()}
     assert tla_export.TWIN_FIELDS <= set(CONSTANTS)
 
 
@@ -105,12 +104,20 @@ def test_the_twin_declares_the_constants_the_config_records_name_in_order():
 
 
 @pytest.mark.parametrize("key, value", _options())
-def test_options_the_twin_lacks_are_refused(key, value):
-    mf = model_file.parse({"model": {"requests": [[1, 2]], "policy": "write_back", key: value}}, "m.toml")
+def test_options_are_exported_and_a_field_without_a_twin_is_refused(monkeypatch, key, value):
+    raw = {"model": {"requests": [[1, 2]], "policy": "write_back", key: value}}
     shown = tla_export.tla_value(value).lower()
+    _mc, cfg = tla_export.render(model_file.parse(raw, "m.toml"))
+    assert f"    {CONSTANTS[key].twin} = {tla_export.tla_value(value)}" in cfg
+    # A Config field whose record names no twin CONSTANT (a field newer than the twin).
+    monkeypatch.setitem(CONSTANTS, key, CONSTANTS[key]._replace(twin=""))
     with pytest.raises(UserError, match=rf"^m.toml: option {key} = {re.escape(shown)} is not in the TLA\+ twin"):
-        tla_export.render(mf)
-    tla_export.render(model_file.parse({"model": {"requests": [[1, 2]], "policy": "write_back"}}))
+        tla_export.render(model_file.parse(raw, "m.toml"))
+
+
+def test_prefetch_at_hit_is_exported_with_prefetch():
+    _mc, cfg = tla_export.render(model_file.load("sglang/wt-prefetch-1r"))
+    assert "    PrefetchAtHit = TRUE" in cfg and "    Prefetch = TRUE" in cfg
 
 
 def test_the_twin_has_exactly_the_variants_whose_record_says_so():
@@ -143,7 +150,6 @@ def test_tla_command_writes_a_runnable_model(tla_cli, tmp_path, capsys):
         (["tla", "wt-1r", "-o", "X", "--property", "bogus"], "unknown property 'bogus'"),
         (["tla", "wt-1r", "-o", "X", "--no-properties", "--property", "no_ghost"], "exclude each other"),
         (["tla", "wt-1r", "-o", "FILE"], "not a directory"),
-        (["tla", "sglang/wt-1r", "-o", "X"], "option backup_chain = true is not in the TLA+ twin"),
     ],
 )
 def test_tla_command_bad_input_is_one_line_exit_2(tla_cli, tmp_path, capsys, monkeypatch, argv, needle):
@@ -155,10 +161,20 @@ def test_tla_command_bad_input_is_one_line_exit_2(tla_cli, tmp_path, capsys, mon
     assert not (tmp_path / "X").exists()  # nothing written on refusal
 
 
+def test_a_field_without_a_twin_is_one_line_exit_2(tla_cli, tmp_path, capsys, monkeypatch):
+    # Every field has a twin CONSTANT today: one whose record names none is refused.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(CONSTANTS, "backup_chain", CONSTANTS["backup_chain"]._replace(twin=""))
+    assert tla_cli(["tla", "sglang/wt-1r", "-o", "X"]) == 2
+    err = capsys.readouterr().err
+    assert "option backup_chain = true is not in the TLA+ twin" in err and err.count("\n") == 1
+    assert not (tmp_path / "X").exists()
+
+
 def test_the_features_of_issue_15_are_exported():
     """Seed 004's planner over nested nodes and lanes, pages of tokens, LRU order, slots,
     request locks, the bounded durable LRU, the prefetch stop vote and the prefetch endings
-    (timeout, read failure, revoke): all twin CONSTANTS."""
+    (timeout, read failure, revoke), the scheduler's own eviction: all twin CONSTANTS."""
     _mc, cfg = tla_export.render(model_file.load("cp-planner-lanes-2r"))
     assert "    CpPlanner = TRUE" in cfg and "    CpLanes = 2" in cfg
     _mc, cfg = tla_export.render(model_file.load("paged-1r"))
@@ -170,7 +186,8 @@ def test_the_features_of_issue_15_are_exported():
                        ("wt-prefetch-wait-2r", 'PrefetchStop = "wait_complete"'),
                        ("wt-prefetch-timeout-2r", 'PrefetchStop = "timeout"'),
                        ("wt-prefetch-revoke-1r", "PrefetchRevoke = TRUE"),
-                       ("wt-prefetch-fail-1r", "PrefetchReadFail = TRUE")]:
+                       ("wt-prefetch-fail-1r", "PrefetchReadFail = TRUE"),
+                       ("wt-evicts-1r", "InsertEvicts = TRUE"), ("wt-evicts-1r", "LoadBackEvicts = TRUE")]:
         assert f"    {line}" in tla_export.render(model_file.load(name))[1], name
 
 

@@ -27,10 +27,9 @@ def tiercheck_distinct(name: str):
     return res.distinct, inv + act
 
 
-def bfs_distinct(name: str, limit: int = 500_000) -> int:
+def bfs_states(m, limit: int = 500_000) -> set:
     """Reachable states of a model explored to the end whatever its properties say
     (bug variants): initial states, CONSTRAINT-bounded expansion, stuttering skipped."""
-    m = Model(model_file.load(name).config)
     seen = set(m.init_states())
     queue = deque(seen)
     while queue:
@@ -41,5 +40,9 @@ def bfs_distinct(name: str, limit: int = 500_000) -> int:
             if t != s and t not in seen:
                 seen.add(t)
                 queue.append(t)
-                assert len(seen) < limit, f"{name}: more than {limit} states"
-    return len(seen)
+                assert len(seen) < limit, f"more than {limit} states"
+    return seen
+
+
+def bfs_distinct(name: str, limit: int = 500_000) -> int:
+    return len(bfs_states(Model(model_file.load(name).config), limit))
