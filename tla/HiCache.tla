@@ -1256,6 +1256,13 @@ HeldWhileEvicting(r, e) ==
     \/ InsertEvicts /\ \E req \in Reqs : e \in InsertHeld(ranks[r], req) /\ \E fail \in FailSets : insert(req, fail)
     \/ LoadBackEvicts /\ ~CpPlanner /\ \E x \in Pages : e \in LoadBackHeld(ranks[r], x) /\ load_back(x)
 
+\* d is the anchor a prefetch_from_storage step protects only while it runs (spec/prefetch.py
+\* held_during_step): its reclaim could not take d, though d is reclaimable before and after.
+HeldByPrefetchStep(d) ==
+    Prefetch /\ Storage /\ \E req \in Reqs :
+        /\ Anchor(ranks[0], req)[2] = d
+        /\ \E fail \in FailSets : prefetch_from_storage(req, fail)
+
 ReleaseOk(r, rs, rt, e) ==
     LET n == rt.nodes[e] IN
     /\ n.href <= 0
@@ -1265,7 +1272,8 @@ ReleaseOk(r, rs, rt, e) ==
        ELSE (/\ IsDeviceLeaf(rs, e)
              /\ \E i \in DOMAIN rs.dups :
                   LET d == rs.dups[i] IN
-                  d # e /\ Live(rt, d) /\ CanReclaimDuplicate(rt, d) /\ ~IsDeviceLeaf(rs, d))
+                  d # e /\ Live(rt, d) /\ CanReclaimDuplicate(rt, d) /\ ~IsDeviceLeaf(rs, d)
+                  /\ ~HeldByPrefetchStep(d))
             => HeldWhileEvicting(r, e)
 
 \* (TLC checks these on every step: a rank whose nodes the step left alone passes at once.)

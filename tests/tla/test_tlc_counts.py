@@ -60,8 +60,10 @@ def test_tlc_reports_the_invariant_a_variant_breaks(tmp_path):
 # evicts-reclaim-held-1r (tests/tla/models/) in the default run; evicts-lanes-1r,
 # evicts-reclaim-lru-2r (write_back, duplicate reclaim, LRU, slots, 2 ranks) and
 # evicts-all-features-2r (with every feature above) in the slow one.
+# wb-reclaim-prefetch-1r: release_safety ignores the anchor a prefetch holds while it runs
+# (the twin lacked it: TLC reported release_safety on this correct model).
 FEATURES = ["paged-1r", "slots-prefetch-1r", "wt-prefetch-fail-1r", "wt-prefetch-revoke-1r",
-            "wt-evicts-1r", "evicts-reclaim-held-1r"]
+            "wt-evicts-1r", "evicts-reclaim-held-1r", "wb-reclaim-prefetch-1r"]
 FEATURES_SLOW = ["all-features-2r", "request-locks-1r", "request-locks-2r", "wt-prefetch-wait-2r", "lru-2r",
                  "slots-1r", "wt-durable-lru-1r", "cp-planner-ancestors-1r", "cp-planner-lanes-2r",
                  "wt-prefetch-timeout-2r", "cp-planner-lru-1r", "wt-prefetch-endings-2r",
