@@ -170,6 +170,7 @@ def evict(u, v: Paged, a) -> Paged:
     alloc = evict_host(u, v, a["host_evict"], a["dups"], leaf)
     other = evict_on_rank(u, alloc, e, z3.And(z3.Not(needs_write), alloc.live(e), leaf(e)))
     do = define(u, "write", z3.And(needs_write, a["ok"]))
+    a["backup_queued"] = z3.And(wp, do, b_(u.cfg.storage))  # e's H->L3 backup joins sq (proofs.epr_queues)
     storage = z3.If(b_(u.cfg.storage), 1, 0)
     written = other.set_node(lambda x: z3.And(do, x == e), host=lambda x: z3.IntVal(HOST_RESIDENT),
                              href=lambda x: other.href(x) + storage)
@@ -558,6 +559,7 @@ def writing_check(u, v: Paged, a) -> Paged:
     """writing_check (or its halt/hang): the nodes covering the committed D->H copies
     get their host copy, drop their write lock and (storage) hold a backup in flight."""
     done, left = _committed(u, v, "wdn", "committed")
+    a["committed"] = done  # (proofs.epr_queues: the nodes of the committed entries)
     # commit_writes: the write lock dropped under write-through (split-write-lock-leak:
     # only on the node the copy was registered with, so maybe not), a host reference
     # for the storage backup
@@ -574,6 +576,7 @@ def loading_check(u, v: Paged, a) -> Paged:
     device resident with the load-back mark cleared; locks on their paths change (not
     followed)."""
     done, left = _committed(u, v, "ldn", "loaded")
+    a["loaded"] = done  # (proofs.epr_queues: the nodes of the committed entries)
     out = havoc(v.set_node(done, dev=lambda x: z3.IntVal(RESIDENT), lbp=lambda x: z3.BoolVal(False)), "loaded", "lock")
     return havoc_scalars(out.update(ldn=left), "loaded", "halted").named("loaded", u.facts)
 
