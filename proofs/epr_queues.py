@@ -320,11 +320,15 @@ def conjuncts(f) -> list:
     return [y for c in f.children() for y in conjuncts(c)] if z3.is_and(f) else [f]
 
 
-def decide(su, target: str, tiers=((), LEAN_TREE), lean_ms=(3000, 10000)):
+# The lean tiers, tried in order: (tree invariants, load_queue's coverage clause, ms).
+TIERS = ((LEAN_TREE, False, 10000), (LEAN_TREE, True, 10000), ((), False, 10000))
+
+
+def decide(su, target: str, tiers=TIERS):
     """(z3 result, model or None) of the obligation on ``su.solver`` (the hypotheses
     already added), one conjunct of the goal at a time: each first under lean subsets
-    of the hypotheses (the forest, the config, the step's facts, the queue invariants
-    and queue_refs of the pre-state, and per tier some tree invariants; fewer
+    of the hypotheses (``TIERS``: the forest, the config, the step's facts, the queue
+    invariants and queue_refs of the pre-state, and per tier some tree invariants; fewer
     hypotheses make a stronger claim, so unsat there is a proof), else under all of
     them, where sat is a counterexample and unknown falls back to the finite search
     (forest.finite_model). z3's instantiation decides the conjuncts far faster apart,
@@ -335,16 +339,16 @@ def decide(su, target: str, tiers=((), LEAN_TREE), lean_ms=(3000, 10000)):
     u = su.u
     base = [*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in u.cfg.constraints()],
             *u.facts]
-    leans = []
-    for i, (tier, ms) in enumerate(zip(tiers, lean_ms)):
-        sol = z3.Solver()
-        sol.set("timeout", ms)
-        # the first tier without load_queue's coverage clause (its witnesses, entries
-        # of pages of entries, send instantiation round in circles where unneeded)
-        sol.add(*base, *hypotheses(su, covered=i > 0), *[UPROPS[n].fn(u, su.pre) for n in tier])
-        leans.append(sol)
+    # load_queue's coverage clause only where needed (its witnesses, entries of pages
+    # of entries, send instantiation round in circles elsewhere)
+    leans = [([*base, *hypotheses(su, covered=covered), *[UPROPS[n].fn(u, su.pre) for n in tier]], ms)
+             for tier, covered, ms in tiers]
     for c in conjuncts(goal(su, target)):
-        if any(_refutes(sol, c) for sol in leans):
+        # load_queue's coverage clause (the one with an existential) needs its own
+        # clause at the pre-state: that tier first
+        order = [leans[i] for i in (sorted(range(len(tiers)), key=lambda i: not tiers[i][1]) if _exists(c)
+                                    else range(len(tiers)))]
+        if any(_refutes(hyps, ms, c) for hyps, ms in order):
             continue
         su.solver.push()
         su.solver.add(z3.Not(c))
@@ -359,12 +363,19 @@ def decide(su, target: str, tiers=((), LEAN_TREE), lean_ms=(3000, 10000)):
     return z3.unsat, None
 
 
-def _refutes(sol, c) -> bool:
-    sol.push()
-    sol.add(z3.Not(c))
-    res = sol.check()
-    sol.pop()
-    return res == z3.unsat
+def _exists(f) -> bool:
+    if z3.is_quantifier(f):
+        return f.is_exists() or _exists(f.body())
+    return any(_exists(c) for c in f.children())
+
+
+def _refutes(hyps, ms, c) -> bool:
+    """A fresh solver each time: z3's incremental mode (push/pop) instantiates
+    quantifiers far worse."""
+    sol = z3.Solver()
+    sol.set("timeout", ms)
+    sol.add(*hyps, z3.Not(c))
+    return sol.check() == z3.unsat
 
 
 def goal(su, target: str):
