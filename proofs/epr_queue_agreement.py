@@ -34,9 +34,10 @@ def constants(sizes: Dict[str, int], tag: str) -> Dict:
     return {SORTS[q]: [z3.Const(f"{q}{i}!{tag}", SORTS[q]) for i in range(sizes[q] + 1)] for q in QUEUES}
 
 
-def lift(rs, pages: List, consts: Dict, order: Order, shift=None, tag: str = "c"):
+def lift(m, rs, pages: List, consts: Dict, order: Order, shift=None, tag: str = "c"):
     """(queue state, facts): rank state rs's queues over the constants, entry i of queue
-    q at constant ``shift[q] + i``; the order facts are the positions' (added once)."""
+    q at constant ``shift[q] + i``, an acked backup's counts as the prefixes of its chain
+    (epr_queues.ACK_FIELDS); the order facts are the positions' (added once)."""
     Q = symbolic(f"{tag}{id(rs)}")
     facts = []
     for q in QUEUES:
@@ -48,7 +49,19 @@ def lift(rs, pages: List, consts: Dict, order: Order, shift=None, tag: str = "c"
             facts += [x["in"](c) == member, x["dn"](c) == (0 <= j < done)]
             if member:
                 facts += [x["st"](c) == pages[items[j][0]], x["end"](c) == pages[items[j][1]]]
+            if q == "sq" and member and j < len(rs.sdone):
+                facts += _ack(m, x, c, items[j], rs.sdone[j], pages)
     return Q, facts
+
+
+def _ack(m, x, c, item, ack, pages) -> list:
+    from ..spec.storage_path import SKIP
+
+    chain = m.pages.chain(*item)
+    out = [x["rskip"](c) == (ack.reported == SKIP), x["askip"](c) == (ack.actual == SKIP)]
+    for name, n in (("rgot", ack.reported), ("got", ack.actual)):
+        out += [x[name](c, pg) == (p in chain[:max(n, 0)]) for p, pg in enumerate(pages)]
+    return out
 
 
 def order_facts(consts: Dict, order: Order) -> list:
@@ -62,7 +75,7 @@ def values(m, s, r: int) -> Dict[str, bool]:
     rs = s.ranks[r]
     consts = constants({q: positions(rs, q) for q in QUEUES}, f"v{id(s)}")
     order = Order(f"before{id(s)}")
-    Q, qf = lift(rs, pages, consts, order)
+    Q, qf = lift(m, rs, pages, consts, order)
     fs = {n: fn(u, v, Q, order) for n, fn in {**UQPROPS, **UQHYPOTHESES}.items()}
     return _all_hold_q(pages, facts + vf + qf + order_facts(consts, order), fs, u.slot_consts, consts)
 
@@ -106,14 +119,17 @@ def admits(m, s, a, t, r: int) -> bool:
     lined = {q: line_up(rs, rt, q) for q in QUEUES}
     consts = constants({q: n for q, (_k, n) in lined.items()}, f"a{id(s)}")
     order = Order(f"before{id(s)}")
-    Q, qf = lift(rs, pages, consts, order, tag="pre")
-    want, wf = lift(rt, pages, consts, order, shift={q: k for q, (k, _n) in lined.items()}, tag="post")
+    Q, qf = lift(m, rs, pages, consts, order, tag="pre")
+    want, wf = lift(m, rt, pages, consts, order, shift={q: k for q, (k, _n) in lined.items()}, tag="post")
     qfacts: list = []
     got = step(u, a.name, pre, post, params, Q, order, qfacts)
     bind = [params["node"] == pages[a["node"]]] if "node" in params else []
     same = [z3.And(got[q]["in"](c) == want[q]["in"](c), got[q]["dn"](c) == want[q]["dn"](c), z3.Implies(
         want[q]["in"](c), z3.And(got[q]["st"](c) == want[q]["st"](c), got[q]["end"](c) == want[q]["end"](c))))
         for q in QUEUES for c in consts[SORTS[q]]]
+    g, w = got["sq"], want["sq"]
+    same += [z3.Implies(w["dn"](c), z3.And(g["rskip"](c) == w["rskip"](c), g["askip"](c) == w["askip"](c), *[
+        g[n](c, pg) == w[n](c, pg) for n in ("rgot", "got") for pg in pages])) for c in consts[SORTS["sq"]]]
     sol = z3.Solver()
     sol.add(*ground([*facts, *u.facts, *tf, *bind, same_view(u, post, target), *qf, *wf, *qfacts,
                      *order_facts(consts, order), *same], pages, u.slot_consts, consts))

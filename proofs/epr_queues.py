@@ -38,6 +38,21 @@ B = z3.BoolSort()
 QUEUES = ("wq", "lq", "sq")
 SORTS = {"wq": z3.DeclareSort("WEntry"), "lq": z3.DeclareSort("LEntry"), "sq": z3.DeclareSort("SEntry")}
 FIELDS = {"in": B, "st": PageSort, "end": PageSort, "dn": B}
+# An H->L3 backup's ack (RankState.sdone[i], aligned with sq[i]; meaningful where the
+# entry is acked): ``rskip``/``askip``, its reported / actual count is the SKIP
+# sentinel; ``rgot(e, p)``/``got(e, p)``, page p is among the first ``reported`` /
+# ``actual`` pages of the entry's chain. A count 0..len(chain) is exactly a prefix of
+# the chain (the spec's counts are guarded to that range: storage_backup_done), so
+# the sets stand for the counts without arithmetic.
+PAGE_REL = "page relation"
+ACK_FIELDS = {"rskip": B, "askip": B, "rgot": PAGE_REL, "got": PAGE_REL}
+FIELDS_OF = {"wq": FIELDS, "lq": FIELDS, "sq": {**FIELDS, **ACK_FIELDS}}
+
+
+def _function(name: str, q: str, sort):
+    if isinstance(sort, str):  # PAGE_REL
+        return z3.Function(name, SORTS[q], PageSort, B)
+    return z3.Function(name, SORTS[q], sort)
 
 
 def every(q: str, fn: Callable, n: int = 1):
@@ -73,19 +88,22 @@ class Queues:
         out = {}
         for q in QUEUES:
             out[q] = {}
-            for name, sort in FIELDS.items():
+            for name, sort in FIELDS_OF[q].items():
                 old = self.f[q][name]
                 if isinstance(old, z3.FuncDeclRef):
                     out[q][name] = old
                     continue
-                fn = z3.Function(f"{tag}.{q}.{name}!{next(_ids)}", SORTS[q], sort)
-                facts.append(every(q, lambda e, fn=fn, old=old: fn(e) == old(e)))
+                fn = _function(f"{tag}.{q}.{name}!{next(_ids)}", q, sort)
+                if isinstance(sort, str):  # PAGE_REL
+                    facts.append(every(q, lambda e, fn=fn, old=old: forall(lambda p: fn(e, p) == old(e, p))))
+                else:
+                    facts.append(every(q, lambda e, fn=fn, old=old: fn(e) == old(e)))
                 out[q][name] = fn
         return Queues(out)
 
 
 def symbolic(name: str) -> Queues:
-    return Queues({q: {n: z3.Function(f"{name}.{q}.{n}", SORTS[q], s) for n, s in FIELDS.items()} for q in QUEUES})
+    return Queues({q: {n: _function(f"{name}.{q}.{n}", q, s) for n, s in FIELDS_OF[q].items()} for q in QUEUES})
 
 
 class Order:
@@ -162,7 +180,25 @@ def _b(x):
     return z3.BoolVal(x) if isinstance(x, bool) else x
 
 
-UQPROPS: Dict[str, Callable] = {"write_queue": write_queue, "load_queue": load_queue, "backup_queue": backup_queue}
+def storage_acks(u, v, Q, order):
+    """A writer's ack reports exactly what it stored, a prefix of the entry's chain (0 <=
+    actual <= len(chain), reported == actual); a single-writer follower's ack is the
+    SKIP sentinel (``v.reads``: this rank writes, spec storage_path._writes)."""
+    x = Q["sq"]
+    acked = lambda e: x["dn"](e)
+    chain = lambda e, p: on_chain(u, Q, "sq", e, p)
+    w = v.reads
+    return z3.And(
+        every("sq", lambda e: z3.Implies(acked(e), z3.If(
+            w, z3.And(z3.Not(x["rskip"](e)), z3.Not(x["askip"](e))), z3.And(x["rskip"](e), x["askip"](e))))),
+        every("sq", lambda e: forall(lambda p: z3.Implies(z3.And(w, acked(e), x["got"](e, p)), chain(e, p)))),
+        every("sq", lambda e: forall(lambda p: z3.Implies(z3.And(w, acked(e)), x["rgot"](e, p) == x["got"](e, p)))),
+        every("sq", lambda e: forall(lambda p, a: z3.Implies(
+            z3.And(w, acked(e), x["got"](e, p), u.forest.in_chain(x["st"](e), p, a)), x["got"](e, a)), 2)))
+
+
+UQPROPS: Dict[str, Callable] = {"write_queue": write_queue, "load_queue": load_queue, "backup_queue": backup_queue,
+                                "storage_acks": storage_acks}
 
 
 def queue_refs(u, v, Q, order):
@@ -187,12 +223,32 @@ UQHYPOTHESES = {"queue_refs": queue_refs}
 
 def _finish(Q, order, q, facts):
     """write_dma_done / load_dma_done / storage_backup_done: the first entry not yet
-    finished (the guard: there is one) joins the finished prefix."""
+    finished (the guard: there is one) joins the finished prefix. Returns (queue
+    state, that entry)."""
     x, lt = Q[q], order.rel[q]
     m = fresh(q, f"finished_{q}")
     facts += [x["in"](m), z3.Not(x["dn"](m)),
               every(q, lambda e: z3.Implies(z3.And(x["in"](e), z3.Not(x["dn"](e))), z3.Or(e == m, lt(m, e))))]
-    return Q.update(q, dn=lambda e: z3.Or(x["dn"](e), e == m))
+    return Q.update(q, dn=lambda e: z3.Or(x["dn"](e), e == m)), m
+
+
+def _ack(u, pre, Q, m, facts):
+    """storage_backup_done's ack on the entry m it finishes: a writer
+    stores some prefix of the chain (all of it unless partial_storage) and reports it
+    (failed-batch-acked: reports the whole chain); a follower acks SKIP."""
+    x = Q["sq"]
+    chain = lambda p: on_chain(u, Q, "sq", m, p)
+    k = z3.Function(f"stored!{next(_ids)}", PageSort, B)  # the stored prefix
+    cfg, w = u.cfg, pre.reads
+    facts += [forall(lambda p: z3.Implies(k(p), chain(p))),
+              forall(lambda p, a: z3.Implies(z3.And(k(p), u.forest.in_chain(x["st"](m), p, a)), k(a)), 2),
+              z3.Implies(z3.Not(_b(cfg.partial_storage)), forall(lambda p: z3.Implies(chain(p), k(p))))]
+    reported = (lambda p: chain(p)) if cfg.has("failed-batch-acked") else k
+    at = lambda e: e == m
+    return Q.update("sq", rskip=lambda e: z3.If(at(e), z3.Not(w), x["rskip"](e)),
+                    askip=lambda e: z3.If(at(e), z3.Not(w), x["askip"](e)),
+                    got=lambda e, p: z3.If(at(e), k(p), x["got"](e, p)),
+                    rgot=lambda e, p: z3.If(at(e), reported(p), x["rgot"](e, p)))
 
 
 def _commit(u, pre, Q, order, q, nodes, facts, name):
@@ -245,7 +301,10 @@ def step(u, name: str, pre, post, a, Q: Queues, order: Order, facts: list) -> Qu
         return Queues({q: {**Q[q], "in": lambda e: z3.BoolVal(False), "dn": lambda e: z3.BoolVal(False)}
                        for q in QUEUES}).named("init", facts)
     if name in FINISH:
-        return _finish(Q, order, FINISH[name], facts).named(name, facts)
+        out, m = _finish(Q, order, FINISH[name], facts)
+        if name == "storage_backup_done":
+            out = _ack(u, pre, out, m, facts)
+        return out.named(name, facts)
     if name == "writing_check":
         out, c = _commit(u, pre, Q, order, "wq", a["committed"], facts, "committed_w")
         return _append_backups(u, out, order, c, facts).named(name, facts)

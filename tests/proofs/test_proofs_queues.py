@@ -15,7 +15,7 @@ from tiercheck.spec.state import ABSENT, HOST_RESIDENT, RESIDENT
 
 from .proof_helpers import model
 
-NAMES = ("write_queue", "load_queue", "backup_queue", "queue_refs")
+NAMES = ("write_queue", "load_queue", "backup_queue", "storage_acks", "queue_refs")
 
 
 def _bfs(name, cap):
@@ -88,6 +88,22 @@ def test_queue_invariants_notice_overlap_and_a_done_count_past_the_end(field, ta
     assert values(m, past, 0)[target] is False and _bounded(m, past, target) is False
 
 
+def test_storage_acks_notices_a_report_that_is_not_what_was_stored():
+    m = model("wt-storage-1r")
+    for _m, s in _bfs("wt-storage-1r", 4000):
+        rs = s.ranks[0]
+        if rs.sdone and rs.sdone[0].actual > 0:
+            break
+    else:
+        pytest.fail("no acked backup")
+    assert values(m, s, 0)["storage_acks"] is True
+    ack = rs.sdone[0]
+    bad = s._replace(ranks=(rs._replace(sdone=(ack._replace(actual=ack.actual - 1),) + rs.sdone[1:]),) + s.ranks[1:])
+    assert values(m, bad, 0)["storage_acks"] is False and _bounded(m, bad, "storage_acks") is False
+    skip = s._replace(ranks=(rs._replace(sdone=(ack._replace(reported=-1, actual=-1),) + rs.sdone[1:]),) + s.ranks[1:])
+    assert values(m, skip, 0)["storage_acks"] is False  # a writer's ack is never SKIP
+
+
 def test_queue_refs_notices_an_unlocked_writing_node():
     m, s = _queued("wt-1r", "wq")
     rs = s.ranks[0]
@@ -139,3 +155,35 @@ def test_queue_obligations_proved_for_any_pages():
     for action in ACTIONS:
         results = prove_action(action, targets=list(UQPROPS))
         assert results and all(r.status == "proved" and r.pages == "any" for r in results), results
+
+
+@pytest.mark.parametrize("variant,action,targets", [
+    # a busy mirror released: its backup reads a freed host copy (bounded: the same three fail)
+    ("release-busy", "drain_storage_control_queues", ("backup_queue", "no_use_after_free", "release_safety")),
+    # a host-resident subtree under a backup deleted with the evicted leaf
+    ("orphan-host-subtree", "evict", ("backup_queue",)),
+    # the ack reports the whole batch although only a prefix was stored
+    ("failed-batch-acked", "storage_backup_done", ("storage_acks",)),
+])
+def test_variants_fail_the_moved_obligations_for_any_pages_with_a_cti(variant, action, targets):
+    results = {r.target: r for r in prove_action(action, targets=list(targets), variants=frozenset({variant}))}
+    for t in targets:
+        r = results[t]
+        assert r.status == "failed" and r.pages == "any" and r.cti is not None, (t, r.status)
+        assert r.cti["post"]["ranks"] and r.cti["forest"]["pages"] >= 1
+    if "backup_queue" in targets:
+        entries = results["backup_queue"].cti["entries"]
+        assert entries["pre"]["sq"], entries  # the backup the step breaks
+
+
+def test_queues_bounded_is_reported_not_applicable_for_any_pages():
+    """The bounded encoding's list capacity has no counterpart for any pages: the
+    unbounded audit still proves it bounded, never for any pages, and says why."""
+    from tiercheck.proofs.audit import run_audit, summary_line, to_json
+
+    audit = run_audit(workers=1, actions=["load_dma_done"], unbounded=True)
+    rows = [r for r in audit.obligations if r.target == "queues_bounded"]
+    assert rows and all(r.status == "proved" and r.pages != "any" for r in rows)
+    line = summary_line(audit)
+    assert "1 of them queues_bounded: not applicable for any pages (the bounded encoding's lists" in line
+    assert "queues_bounded" in to_json(audit)["bounds"]["not_applicable_for_any_pages"]
