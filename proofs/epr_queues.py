@@ -1,5 +1,5 @@
-"""Queue entries as their own sorts: the write, load and backup queue invariants for page
-forests of any size.
+"""Queue entries as their own sorts: the write, load and backup queue invariants and the
+storage acks for page forests of any size.
 
 The page-sorted view (proofs.paged) keeps the queues only as page relations, which is
 enough for no_use_after_free but not for the queue invariants of proofs/strengthen.py:
@@ -7,15 +7,16 @@ those speak of entries (each a chain of pages, pairwise disjoint, a finished pre
 Here each queue (RankState.wq, lq, sq) has an uninterpreted sort of entries, and a
 state of the queue is, per entry, whether it is in the queue (``in``), its chain
 (``st`` .. ``end``, pages) and whether it is in the finished prefix (``dn``: wq[:wdone],
-lq[:ldone], sq[:len(sdone)]). The list order is a relation ``before`` per queue, a
-strict total order over the whole sort, static (entries keep their places: the spec
-appends at the back and drops a prefix from the front); "the finished entries are a
-prefix" is ``dn`` closed downward under it among the entries in the queue, which is
-what ``0 <= wdone <= len(wq)`` says of a list. No counting, no capacity: every list of
-entries is a finite set of sort elements ordered by position, so every fact here holds
-for every finite state, whatever its number of pages or entries.
+lq[:ldone], sq[:len(sdone)]), and for a backup its ack (``ACK_FIELDS``). The list
+order (``Order``) is a position per entry, compared only, static (entries keep their
+places: the spec appends at the back and drops a prefix from the front); "the
+finished entries are a prefix" is ``dn`` closed downward under it among the entries
+in the queue, which is what ``0 <= wdone <= len(wq)`` says of a list. No counting, no
+capacity: every list of entries is a finite set of sort elements ordered by position,
+so every fact here holds for every finite state, whatever its number of pages or
+entries.
 
-``UQPROPS``: the three invariants (the names of proofs/strengthen.py) over a tree view
+``UQPROPS``: the four invariants (the names of proofs/strengthen.py) over a tree view
 and a queue state; ``UQHYPOTHESES``: consequences of the audit's Inv used as a
 hypothesis (``queue_refs``); ``step``: each covered action's effect on the entries,
 given the tree step (proofs.epr_actions) and the choices it made there (which nodes a
