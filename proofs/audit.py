@@ -171,8 +171,8 @@ def summary_line(audit: Audit) -> str:
     ok = n - len(audit.failed)
     th = sum(t.status in ("proved", "exhibited") for t in audit.theorems)
     n_any = sum(r.pages == "any" for r in audit.obligations)
-    pages = (f"{n_any} for any number of pages, {n - n_any} with pages <= {audit.pages}" if audit.unbounded
-             else f"pages <= {audit.pages}")
+    pages = (f"{n_any} for any number of pages, {n - n_any} with pages <= {audit.pages}{not_applicable(audit)}"
+             if audit.unbounded else f"pages <= {audit.pages}")
     return (f"{ok}/{n} obligations proved, {th}/{len(audit.theorems)} consensus theorems as expected; "
             f"{audit.wall:.1f}s wall on {audit.workers} worker(s) ({audit.cpu:.1f}s cpu, "
             f"{os.cpu_count()} cores visible), {pages}, ranks and counters unbounded"
@@ -180,10 +180,21 @@ def summary_line(audit: Audit) -> str:
             + (f"; {UNDECIDED_NOTE}" if any(r.action in SPLIT_FLAGS for r in audit.obligations) else ""))
 
 
+def not_applicable(audit: Audit) -> str:
+    """The obligations with no counterpart for any number of pages (proved bounded only,
+    and said so, never counted as proved for any pages), with the reason."""
+    from .epr_obligations import NOT_APPLICABLE
+
+    parts = [f"{sum(r.target == t for r in audit.obligations)} of them {t}: not applicable for any pages ({why})"
+             for t, why in NOT_APPLICABLE.items() if any(r.target == t for r in audit.obligations)]
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def to_json(audit: Audit) -> dict:
     return {
         "variants": list(audit.variants),
-        "bounds": {"pages": audit.pages, "unbounded_pages": audit.unbounded, "ranks": "any (uninterpreted sort)", "counters": "unbounded integers",
+        "bounds": {"pages": audit.pages, "unbounded_pages": audit.unbounded,
+                   **({"not_applicable_for_any_pages": _na_reasons()} if audit.unbounded else {}), "ranks": "any (uninterpreted sort)", "counters": "unbounded integers",
                    "config": "symbolic feature flags, capacities and targets (default options only)"},
         "wall_seconds": round(audit.wall, 3),
         "cpu_seconds": round(audit.cpu, 3),
@@ -197,6 +208,12 @@ def to_json(audit: Audit) -> dict:
         "strengthening": {s.name: s.meaning for s in STRENGTHENING.values()},
         "theorems": [t._asdict() for t in audit.theorems],
     }
+
+
+def _na_reasons() -> dict:
+    from .epr_obligations import NOT_APPLICABLE
+
+    return dict(NOT_APPLICABLE)
 
 
 def to_markdown(audit: Audit) -> str:

@@ -170,6 +170,7 @@ def evict(u, v: Paged, a) -> Paged:
     alloc = evict_host(u, v, a["host_evict"], a["dups"], leaf)
     other = evict_on_rank(u, alloc, e, z3.And(z3.Not(needs_write), alloc.live(e), leaf(e)))
     do = define(u, "write", z3.And(needs_write, a["ok"]))
+    a["backup_queued"] = z3.And(wp, do, b_(u.cfg.storage))  # e's H->L3 backup joins sq (proofs.epr_queues)
     storage = z3.If(b_(u.cfg.storage), 1, 0)
     written = other.set_node(lambda x: z3.And(do, x == e), host=lambda x: z3.IntVal(HOST_RESIDENT),
                              href=lambda x: other.href(x) + storage)
@@ -505,20 +506,40 @@ def store_changes(u, v: Paged, a) -> Paged:
 
 
 def drain_round(u, v: Paged, a) -> Paged:
-    """drain_storage_control_queues: acks drop host references (not followed), a
-    committed plan releases the host copies of some redundant mirrors (device and host
-    resident; which ones is the plan's business: a free set), acks add durable marks on
-    cached pages and a bounded LRU drops some; the tree and every device copy stay."""
+    """drain_storage_control_queues: acks and retired prefetches drop host references, a
+    committed plan releases the host copies of some redundant mirrors, acks add durable
+    marks on cached pages and a bounded LRU drops some; the tree, the locks and every
+    device copy stay.
+
+    The references after the round are not computed (they are counts), only bounded by
+    what href_accounting and backup_queue at the pre-state (part of the audit's Inv)
+    give for every page count: a live node's count stays >= 0 (the round subtracts, per
+    node, the acked backups covering it and the retired prefetches anchored at it, each
+    of which the count included), and a node with a page under a backup whose ack has
+    not come keeps >= 1 (that backup stays in sq and covers the node: entries cover
+    whole nodes). A released mirror is a release candidate when the round commits it
+    (spec/host_eviction.py is_redundant_mirror, mirror release on): device and host
+    resident, every page durable (before the round's marks, or after them for the
+    variants that mark first), unlocked, unreferenced after the acks and not pending a
+    load-back (release-busy: not checked)."""
     released = choice("released")
-    u.facts.append(forall(lambda x: z3.Implies(released(x), z3.And(
-        v.live(x), v.dev(x) == RESIDENT, v.host(x) == HOST_RESIDENT))))
     out = havoc(v.set_node(released, host=lambda x: z3.IntVal(ABSENT), rel=lambda x: z3.BoolVal(True)),
                 "drain", "href", "durable")
+    busy_ok = lambda x: z3.BoolVal(True) if u.cfg.has("release-busy") else z3.And(
+        v.lock(x) == 0, out.href(x) == 0, z3.Not(v.lbp(x)))
+    u.facts.append(forall(lambda x: z3.Implies(released(x), z3.And(
+        b_(u.cfg.mirror_release_on()), v.live(x), v.dev(x) == RESIDENT, v.host(x) == HOST_RESIDENT, busy_ok(x),
+        forall(lambda p: z3.Implies(node_has_page(u, v, x, p), z3.Or(v.durable(p), out.durable(p))))))))
+    u.facts.append(forall(lambda x: z3.Implies(v.live(x), out.href(x) >= 0)))
+    u.facts.append(forall(lambda p: z3.Implies(z3.And(v.sfly(p), v.cached(p)), out.href(v.own(p)) >= 1)))
     # revoked prefetches retired: their anchors may stop being anchored
     kept = choice("still_anchored")
     out = out.update(anchored=lambda x: z3.And(v.anchored(x), kept(x)))
-    # the round's plan, fail-close and halt outcome (not followed)
-    out = havoc_scalars(out, "drain", *(f for f in SCALAR_FIELDS if f != "hung"))
+    # the round's plan, fail-close and halt outcome (not followed); which backups are in
+    # flight is unchanged (the acked ones leave sq), this rank's reads stay what they
+    # are, and retiring settled prefetches starts no read into freed slots
+    out = havoc_scalars(out, "drain", *(f for f in SCALAR_FIELDS if f not in ("hung", "reads", "pfreed")))
+    out = reads_settle(u, out, a)
     u.facts.append(forall(lambda p: z3.Implies(out.durable(p), v.cached(p))))
     return out.named("drained", u.facts)
 
@@ -538,6 +559,7 @@ def writing_check(u, v: Paged, a) -> Paged:
     """writing_check (or its halt/hang): the nodes covering the committed D->H copies
     get their host copy, drop their write lock and (storage) hold a backup in flight."""
     done, left = _committed(u, v, "wdn", "committed")
+    a["committed"] = done  # (proofs.epr_queues: the nodes of the committed entries)
     # commit_writes: the write lock dropped under write-through (split-write-lock-leak:
     # only on the node the copy was registered with, so maybe not), a host reference
     # for the storage backup
@@ -554,6 +576,7 @@ def loading_check(u, v: Paged, a) -> Paged:
     device resident with the load-back mark cleared; locks on their paths change (not
     followed)."""
     done, left = _committed(u, v, "ldn", "loaded")
+    a["loaded"] = done  # (proofs.epr_queues: the nodes of the committed entries)
     out = havoc(v.set_node(done, dev=lambda x: z3.IntVal(RESIDENT), lbp=lambda x: z3.BoolVal(False)), "loaded", "lock")
     return havoc_scalars(out.update(ldn=left), "loaded", "halted").named("loaded", u.facts)
 
@@ -614,12 +637,13 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("storage_backup_done", no_params, backup_done, ALL),
     UAction("store_lose", no_params, store_changes, ALL),
     # lock decrements need lock_accounting (queue contents) for counter_sanity
-    # what the tree, the device copies and the released mirrors decide (references and
-    # the plan's choice are not followed: counter_sanity, release_safety stay bounded)
+    # what the tree, the device copies, the released mirrors and the references' bounds
+    # decide (the plan's own scalars, the marks' acks: bounded)
     UAction("drain_storage_control_queues", no_params, drain_round,
             ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership",
              "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted",
-             "no_collective_hang")),  # the drain round halts, never hangs
+             "no_collective_hang",  # the drain round halts, never hangs
+             "no_use_after_free", "counter_sanity", "release_safety")),
     UAction("writing_check", no_params, writing_check,
             SHAPE + ("no_ghost", "no_use_after_free", "counter_sanity", "node_fields", "device_closed") + OFF_SYNC),
     # the loaded nodes are those of finished H->D copies (LOADING: queue_pages), so

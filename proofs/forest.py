@@ -144,13 +144,13 @@ class Forest:
 SlotSort = z3.DeclareSort("Slot")  # the slots of a device pool (proofs.paged)
 
 
-def ground(formulas, pages, slots=()) -> list:
-    """The formulas over a closed page sort (and slot sort), quantifier-free: every
-    quantifier expanded over the constants of its sort (exact, as the constants are the
-    whole sort), and every page- or slot-valued term pinned to one of them. z3 decides
-    the result far faster than the quantified form."""
+def ground(formulas, pages, slots=(), extra=None) -> list:
+    """The formulas over a closed page sort (and slot sort, and the sorts in ``extra``,
+    sort -> constants), quantifier-free: every quantifier expanded over the constants of
+    its sort (exact, as the constants are the whole sort), and every term of those sorts
+    pinned to one of them. z3 decides the result far faster than the quantified form."""
     memo = {}
-    universe = {PageSort: list(pages), SlotSort: list(slots)}
+    universe = {PageSort: list(pages), SlotSort: list(slots), **{k: list(v) for k, v in (extra or {}).items()}}
 
     def walk(e):
         key = e.get_id()
@@ -173,7 +173,7 @@ def ground(formulas, pages, slots=()) -> list:
         return out
 
     out = [walk(f) for f in formulas]
-    ids = {c.get_id() for c in list(pages) + list(slots)}
+    ids = {c.get_id() for dom in universe.values() for c in dom}
     seen, pins = {}, []
 
     def pin(e):
@@ -191,17 +191,20 @@ def ground(formulas, pages, slots=()) -> list:
     return out + pins
 
 
-def finite_model(formulas, sizes=range(1, 9), timeout_ms: int = 20000):
+def finite_model(formulas, sizes=range(1, 9), timeout_ms: int = 20000, extra_sorts=()):
     """A model of the formulas whose page sort has exactly n elements, for the first n
     in ``sizes`` that has one (quantifiers expanded, ``ground``), else None. Where
     model-based instantiation gives up on a satisfiable obligation, this finds its
-    finite counterexample; a model of any size is a real one."""
+    finite counterexample; a model of any size is a real one. ``extra_sorts`` (queue
+    entries, proofs.epr_queues) get n elements too."""
     for n in sizes:
         pages = [z3.Const(f"u{i}!{next(_ids)}", PageSort) for i in range(n)]
         slots = [z3.Const(f"v{i}!{next(_ids)}", SlotSort) for i in range(n)]  # a pool as large as the forest
+        extra = {srt: [z3.Const(f"w{i}!{next(_ids)}", srt) for i in range(n)] for srt in extra_sorts}
         sol = z3.Solver()
         sol.set("timeout", timeout_ms)
-        sol.add(*([z3.Distinct(*pages), z3.Distinct(*slots)] if n > 1 else []), *ground(formulas, pages, slots))
+        distinct = [z3.Distinct(*xs) for xs in (pages, slots, *extra.values())] if n > 1 else []
+        sol.add(*distinct, *ground(formulas, pages, slots, extra))
         if sol.check() == z3.sat:
             return sol.model()
     return None
