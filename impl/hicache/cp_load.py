@@ -56,7 +56,8 @@ class CpLoadBack:
 
     def _node_lanes(self, node: Node) -> list[int]:
         """Lane of each page of ``node``: its path position (0-based) mod cp_lanes."""
-        first = len(self.tree.path(node)) - len(node)
+        # The path is in tokens: its depth in pages is its length over the page size.
+        first = len(self.tree.path(node)) // self.cfg.layout.page_size - len(node)
         return [(first + k) % self.cfg.cp_lanes for k in range(len(node))]
 
     def lane_free(self) -> list[int]:

@@ -183,3 +183,21 @@ def test_random_runs_conform_on_the_lanes_model():
     _CountingDriver.planned = 0
     machine.run(lambda: _CountingDriver(cfg), examples=15, steps=40, seed=5, stats=stats)
     assert _CountingDriver.planned >= 1
+
+
+def test_owner_lanes_count_pages_not_tokens():
+    """Pages of two tokens under two owner lanes: the first page of a path is on lane 0.
+    The reference counted the path's tokens (lane 1, whose share of a 1-page pool is 0) and
+    refused this load-back; found by conforming a random model."""
+    from tiercheck.spec.config import Config
+
+    cfg = Config(requests=((1, 1, 3), (2, 1, 4)), device_pages=1, host_pages=3, page_size=2,
+                 cp_planner=True, cp_lanes=2)
+    trace = [act("insert", req=0), act("write_dma_done", rank=0), act("writing_check"),
+             act("evict", node=0), act("load_back", node=0)]
+    driver = ReferenceDriver(cfg)
+    try:
+        out = replay(driver, trace)
+    finally:
+        driver.close()
+    assert out.mismatch is None and out.steps == len(trace)
