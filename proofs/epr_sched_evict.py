@@ -43,7 +43,7 @@ from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT
 from .encode.scheduler_evict import CHAIN_UNLOCKED, UNCHECKED
 from .epr_actions import choice, define, enqueue, insert as plain_insert, havoc_scalars, remove_nodes, slot_step, view_ite
 from .epr_properties import b_, can_reclaim_duplicate, device_leaves
-from .forest import PageSort, exists, forall
+from .forest import PageSort, forall
 from .paged import REGISTRY, Paged
 
 _ids = itertools.count()
@@ -291,7 +291,7 @@ def excluded(u, target: str, action: str) -> list:
 # (the step alone, the encoding epr_actions had before) and on.
 SPLIT = {"insert": "insert_evicts", "load_back": "load_back_evicts"}
 # Obligations z3 does not decide in time with the option on (model-based instantiation
-# gives up, and no finite counterexample of up to 8 pages exists): proved page-sorted
+# gives up, and the finite-model search finds no counterexample within its limits): proved page-sorted
 # with it off only, and bounded with it on (proofs.audit, epr_obligations.BOUNDED_UNDER).
 UNDECIDED_ON = {"insert": ("prefix_closed", "tree_closed")}
 
