@@ -300,27 +300,6 @@ def node_param(u) -> Dict:
     return {"node": fresh_page("node")}
 
 
-def load_back(u, v: Paged, a) -> Paged:
-    """load_back(e) on one rank (its guard holds on every rank, this one included): the
-    evicted chain from e up to the first resident node becomes LOADING with the
-    load-back mark set, and every node on e's path to the root is locked once more.
-    The chain is the evicted nodes on e's path: by device_closed the evicted nodes on a
-    path are exactly those below its last resident one."""
-    f = u.forest
-    e = a["node"]
-    chain = lambda x: z3.And(v.live(x), f.le(x, e), v.dev(x) == ABSENT)
-    u.facts.append(z3.And(v.live(e), v.dev(e) == ABSENT))
-    u.facts.append(forall(lambda x: z3.Implies(chain(x), v.host(x) == HOST_RESIDENT)))
-    on_path = lambda x: z3.And(v.live(x), f.le(x, e))
-    return v.update(
-        # one H->D copy of the chain's pages, in flight
-        lfly=lambda p: z3.Or(v.lfly(p), z3.And(v.cached(p), chain(v.own(p)))),
-        dev=lambda x: z3.If(chain(x), z3.IntVal(LOADING), v.dev(x)),
-        lbp=lambda x: z3.Or(chain(x), v.lbp(x)),
-        lock=lambda x: z3.If(on_path(x), v.lock(x) + 1, v.lock(x)),
-    ).named("loading", u.facts)
-
-
 def prefetch_params(u) -> Dict:
     """The anchor (the node ending where the request's cached match ends, host
     resident on every rank by the guard; none for a match of 0 pages), whether the
@@ -606,6 +585,14 @@ PREFETCH_CHECK = tuple(t for t in ALL if t not in ("no_collective_hang", "flags"
                                                   "registry"))
 
 
+def _sched(name: str) -> Callable:
+    def run(u, v, a):
+        from . import epr_sched_evict
+
+        return getattr(epr_sched_evict, name)(u, v, a)
+    return run
+
+
 class UAction(NamedTuple):
     name: str
     params: Callable  # (u) -> dict
@@ -616,8 +603,10 @@ class UAction(NamedTuple):
 UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("init", no_params, initial, tuple(t for t in ALL if UPROPS[t].kind == "invariant")),
     UAction("evict", evict_params, evict, WRITES_REGISTRY),
-    UAction("insert", insert_params, insert, WRITES_REGISTRY),
-    UAction("load_back", node_param, load_back, ALL),
+    # with the step's own eviction (insert_evicts, load_back_evicts, the CP planner's
+    # victims): proofs/epr_sched_evict.py
+    UAction("insert", insert_params, _sched("insert"), WRITES_REGISTRY),
+    UAction("load_back", node_param, _sched("load_back"), WRITES_REGISTRY),
     UAction("prefetch_from_storage", prefetch_params, prefetch_from_storage, WRITES_REGISTRY),
     UAction("check_prefetch_progress", check_prefetch_params, check_prefetch_progress, PREFETCH_CHECK),
     # victim_order = "lru": a rank's own touch moves its clock only (not in the view)
@@ -668,4 +657,5 @@ def effect(u, name: str, pre: Paged, params) -> Paged:
     post = UACTIONS[name].effect(u, pre, params)
     if name in REGISTRY_WRITERS:
         post = havoc_scalars(post, "registry", *REGISTRY)
-    return slot_step(u, pre, post) if u.slots and name != "init" else post
+    # a step that evicts first slot-steps the eviction itself (epr_sched_evict._slotted)
+    return slot_step(u, params.get("slot_base", pre), post) if u.slots and name != "init" else post

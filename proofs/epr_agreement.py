@@ -17,6 +17,7 @@ import z3
 from .config import ProofConfig
 from .epr_actions import UACTIONS, effect
 from .epr_obligations import UCtx, covered
+from .epr_sched_evict import bind_short
 from .epr_properties import UHYPOTHESES, UPROPS, device_leaves, holds_device_slot
 from .forest import Forest, PageSort, SlotSort, forall, ground
 from .paged import NODE_FIELDS, QUEUE_PAGES, SCALAR_FIELDS, from_rank, queue_pages
@@ -140,6 +141,6 @@ def transition_values(m, s, a, t, r: int) -> Dict[str, bool]:
     """Every unbounded transition property on rank r of the explicit step s -a-> t."""
     u, pages, facts, pre, params, _post = step_setup(m, s, r, a.name)
     target, tf = _lift(m, t, r, u, pages)
-    base = facts + u.facts + tf + _bind_held(m, s, a, params, pages)
+    base = facts + u.facts + tf + _bind_held(m, s, a, params, pages) + bind_short(m, s, a, params)
     return _all_hold(pages, base, {n: p.fn(u, pre, target, params) for n, p in UPROPS.items()
                                    if p.kind == "transition" and covered(n, a.name)}, u.slot_consts)

@@ -119,13 +119,15 @@ def release_safety(u, s, t, a):
     cfg = u.cfg
     dups, leaf = a["dups"], a["leaf"]
     held = a.get("held", lambda d: z3.BoolVal(False))  # prefetch.held_during_step
+    # spec/properties._held_while_evicting: held locked by the step's own eviction
+    evicting = a.get("evict_held", lambda d: z3.BoolVal(False))
 
     def per_node(e):
         dropped = z3.And(s.live(e), t.live(e), s.host(e) == HOST_RESIDENT, t.host(e) == ABSENT,
                          t.dev(e) != ABSENT)
         spared = exists(lambda d: z3.And(
             dups(d), d != e, t.live(d), can_reclaim_duplicate(u, t, d), z3.Not(leaf(d)), z3.Not(held(d))))
-        wb_ok = z3.Not(z3.And(leaf(e), spared))
+        wb_ok = z3.Not(z3.And(leaf(e), z3.Not(evicting(e)), spared))
         marked = t.update(durable=lambda p: z3.Or(s.durable(p), t.durable(p)))  # before the step or after
         wt_ok = z3.And(z3.Not(t.lock(e) > 0), t.dev(e) == RESIDENT, all_durable(u, marked, e))
         ok = z3.And(z3.Not(t.href(e) > 0), z3.Not(t.lbp(e)), if_(cfg.wb, wb_ok, wt_ok))

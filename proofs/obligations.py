@@ -307,8 +307,9 @@ def _split(action, cases, fix):
 # it in ``fix`` (tests/proofs/test_proofs_scheduler_evicts.py, -m slow); the audit leaves
 # it out and says so (UNDECIDED_NOTE, docs/proofs.md).
 UNDECIDED_PART = {"wb": True, "dupr": True}
-UNDECIDED_NOTE = ("not in the audit: insert_evicts / load_back_evicts under write_back with duplicate reclaim "
-                  "(z3 does not decide it in time; docs/proofs.md)")
+UNDECIDED_NOTE = ("not in the audit: the bounded obligations of insert_evicts / load_back_evicts under write_back "
+                  "with duplicate reclaim (z3 does not decide them in time), and release_safety there (the spec's "
+                  "property fails; docs/proofs.md)")
 
 
 def undecided(fix) -> bool:

@@ -3,7 +3,7 @@ the correct planner's obligations are proved, planner-local-tiebreak fails
 planner_determinism with a CTI the explicit spec replays, and the planner is out of the
 page-sorted audit (load_back stays bounded there)."""
 
-from tiercheck.proofs.obligations import prove_action, targets_for
+from tiercheck.proofs.obligations import prove_action
 
 # The planner plans load_back's victims itself (load_back_evicts does not apply under it);
 # the half of load_back with that option on is tests/proofs/test_proofs_scheduler_evicts.py's.
@@ -34,12 +34,3 @@ def test_planner_local_tiebreak_needs_three_pages():
     r = prove_action("load_back", ["planner_determinism"], variants=frozenset({"planner-local-tiebreak"}), k=2,
                      fix=PLAIN)[0]
     assert r.status == "proved"
-
-
-def test_load_back_is_bounded_in_the_unbounded_audit():
-    from tiercheck.proofs.audit import audit_targets
-    from tiercheck.proofs.epr_obligations import COVERED_ACTIONS, covered
-
-    assert "load_back" not in COVERED_ACTIONS
-    assert not any(covered(t, "load_back") for t in targets_for("load_back"))
-    assert audit_targets("load_back", True) == targets_for("load_back")

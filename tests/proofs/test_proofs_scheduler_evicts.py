@@ -151,23 +151,18 @@ def test_every_obligation_proved_with_the_option_and_reclaim_on(action):
     assert [r.target for r in prove_action(action, k=2, fix=fix) if r.status != "proved"] == []
 
 
-def test_the_unbounded_audit_keeps_the_option_bounded():
-    """With --unbounded, insert and load_back are proved page-sorted with the flag off
-    (the page-sorted encoding has no scheduler eviction) and bounded with it on; a
-    target proved both ways reports the bound."""
+def test_the_unbounded_audit_proves_the_option_page_sorted():
+    """With --unbounded, insert's and load_back's covered obligations are proved
+    page-sorted for both values of the flag (proofs/epr_sched_evict.py); only insert's
+    undecided ones are bounded with it on; a target proved both ways reports the bound."""
     from tiercheck.proofs.audit import _jobs, _merge
-    from tiercheck.proofs.epr_obligations import setup
-    from tiercheck.proofs.obligations import Result, targets_for
+    from tiercheck.proofs.obligations import Result
 
-    from tiercheck.proofs.epr_obligations import COVERED_ACTIONS
+    from tiercheck.proofs.epr_sched_evict import UNDECIDED_ON
 
     for action, flag in SPLIT_FLAGS.items():
         jobs = _jobs([action], (), 2, True)
-        if action not in COVERED_ACTIONS:  # load_back (the CP planner): bounded whole, both flag values
-            assert jobs and all(j[5] == () and set(j[4]) == set(targets_for(action)) for j in jobs)
-            continue
-        on = [j for j in jobs if j[5] == ((flag, True),)]
-        assert len(on) == 2 and set(on[0][4]) == {t for t in targets_for(action) if t in jobs[0][4]}
-        assert setup(action).u.cfg.__dict__[flag] is False
+        on = {t for j in jobs if j[5] == ((flag, True),) for t in j[4]}
+        assert jobs and on == set(UNDECIDED_ON.get(action, ()))
     merged = _merge(Result("t", "insert", "proved", 1.0, None, "any"), Result("t", "insert", "proved", 1.0, None, "<=2"))
     assert merged.pages == "<=2" and merged.status == "proved"
