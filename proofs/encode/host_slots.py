@@ -12,7 +12,8 @@ Fields of the rank view (proofs/state.py RV):
   the drain round frees whole entries, first to last, and ``relq`` keeps their sizes);
 - each ``pq`` entry carries its reserved slots as components ``PSLOTS`` .. ``PSLOTS + k - 1``
   (spec ``pslots``, aligned with ``pq``; -1 past the entry's ``n`` and once freed);
-- ``hok``: every slot a step took was a free slot of the pool (see ``pick``).
+- ``hok``: every slot a step took was a free slot of the pool, not queued for release
+  (see ``pick``).
 
 Allocation: the spec takes the lowest free slots in page order. The encoding takes
 ``pick(A, j)``, an uninterpreted function of the free set A and the index j: a
@@ -33,6 +34,10 @@ from ..sym import and_, const, eq, ite, lt, ne, not_, sel
 PSLOTS = 6  # index of an entry's first reserved slot in a pq item (after pdone, pflags)
 INT = z3.IntSort()
 SET = z3.ArraySort(INT, z3.BoolSort())
+
+
+_a, _b = z3.Bools("hslot!a hslot!b")
+_AND, _OR, _NOT = z3.And(_a, _b).decl(), z3.Or(_a, _b).decl(), z3.Not(_a).decl()
 
 
 def on(ctx) -> bool:
@@ -81,7 +86,7 @@ def _lowest(A, j, cap: int):
 
 def _take(ctx, rv, n, cond):
     """``n`` slots (a term <= k) from rv's free set where ``cond``: (rv, slot j for j < k;
-    -1 past n). ``hok`` records that they are distinct free slots of the pool."""
+    -1 past n). ``hok`` records that they are distinct free slots of the pool, not queued."""
     A = rv.hfree
     cap = ctx.cfg.host_pages
     got = [ite(and_(cond, lt(j, n)), _pick(ctx)(A, j), -1) for j in range(ctx.k)]
@@ -90,7 +95,7 @@ def _take(ctx, rv, n, cond):
     for j in range(ctx.k):
         c = and_(cond, lt(j, n))
         x = _pick(ctx)(A, j)
-        ok.append(z3.Implies(const(c), z3.And(x >= 0, x < const(cap), z3.Select(A, x))))
+        ok.append(z3.Implies(const(c), z3.And(x >= 0, x < const(cap), z3.Select(A, x), z3.Not(z3.Select(rv.rset, x)))))
         for i in range(j):
             ok.append(z3.Implies(const(c), _pick(ctx)(A, i) != x))
         free = _if(c, z3.Store(free, x, False), free)
@@ -206,15 +211,12 @@ def drain_release(ctx, rv, whole, h):
     MIN is this rank's count (``whole``), else some entries (a subset of the slots)."""
     if not on(ctx):
         return rv
-    x = z3.Int("hslot!y")
     part = ctx.__dict__.get("_rpart")
     if part is None:
         part = ctx._rpart = z3.Function(f"relq_part_slots!{ctx.tag}", SET, SET)
-    go = z3.Lambda([x], z3.And(z3.Select(rv.rset, x), z3.Or(const(whole), z3.Select(part(rv.rset), x))))
-    return rv._replace(
-        hfree=z3.Lambda([x], z3.Or(z3.Select(rv.hfree, x), z3.Select(go, x))),
-        rset=z3.Lambda([x], z3.And(z3.Select(rv.rset, x), z3.Not(z3.Select(go, x)))),
-    )
+    # array maps (decidable with store, select and constant arrays), not lambdas
+    go = _if(whole, rv.rset, z3.Map(_AND, rv.rset, part(rv.rset)))
+    return rv._replace(hfree=z3.Map(_OR, rv.hfree, go), rset=z3.Map(_AND, rv.rset, z3.Map(_NOT, go)))
 
 
 def pq_slot_item(ctx, got):

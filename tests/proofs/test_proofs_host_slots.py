@@ -11,6 +11,7 @@ import pytest
 from tiercheck.proofs import host_slots
 from tiercheck.proofs.agreement import check_state
 from tiercheck.spec.model import Model
+from tiercheck.spec.prefetch_end import FREED
 from tiercheck.spec.properties import BY_NAME as SPEC
 
 from .proof_helpers import model, walk
@@ -19,9 +20,19 @@ SLOT_MODELS = ("slots-1r", "slots-prefetch-1r")
 
 
 def _host_half(m, s):
-    """spec slot_ownership restricted to the host pool: a host violation message, or None."""
+    """spec slot_ownership restricted to the host pool: a host violation message, or None.
+    The encoding also asks a reservation to hold a slot for each page it fetches (spec
+    slot_ownership lists the slots it got; a short one, reachable only after a double
+    free, is slot_conservation's there)."""
     why = SPEC["slot_ownership"].fn(m, s)
-    return why if why is not None and ("host" in why or "prefetch" in why or "release" in why) else None
+    if why is not None and ("host" in why or "prefetch" in why or "release" in why):
+        return why
+    for r, rs in enumerate(s.ranks):
+        for i, got in enumerate(rs.pslots):
+            freed = rs.pflags and rs.pflags[i] & FREED
+            if not freed and len(got) < rs.pq[i][3]:
+                return f"rank {r}: prefetch {i} holds {len(got)} slots for {rs.pq[i][3]} pages"
+    return None
 
 
 def _with(name, **kw):
@@ -33,6 +44,19 @@ def _states(m, seeds=6, steps=30):
     for seed in range(seeds):
         out += walk(m, seed, steps)
     return list(dict.fromkeys(out))
+
+
+def _reachable(m, limit):
+    seen, frontier = dict.fromkeys(m.init_states()), list(m.init_states())
+    while frontier and len(seen) < limit:
+        nxt = []
+        for s in frontier:
+            for _a, t in m.successors(s):
+                if t not in seen:
+                    seen[t] = None
+                    nxt.append(t)
+        frontier = nxt
+    return list(seen)
 
 
 def _spread(states, n):
@@ -49,6 +73,16 @@ def test_host_slot_ownership_has_the_spec_value_on_reachable_states(name):
     states = _states(m)
     assert any(_held_prefetch_or_release(s) for s in states) or name == "slots-1r"
     for s in _spread(states, 30):
+        assert host_slots.value(m, s) == (_host_half(m, s) is None), s
+
+
+@pytest.mark.parametrize("name", ["variants/prefetch-double-free", "seed004/wt-orphan-1r"])
+def test_host_slot_ownership_has_the_spec_value_where_a_variant_breaks_it(name):
+    m = _with(name, slots=True)
+    states = _reachable(m, 4000)
+    bad = [s for s in states if _host_half(m, s) is not None]
+    assert bad, f"{name}: no reachable state breaks the host half"
+    for s in _spread(bad, 10) + _spread([s for s in states if s not in bad], 20):
         assert host_slots.value(m, s) == (_host_half(m, s) is None), s
 
 
@@ -149,3 +183,23 @@ def test_frame_actions_write_nothing_the_host_half_reads():
     assert {"write_dma_done", "load_dma_done", "prefetch_io", "store_lose", "local_access"} <= framed
     assert not framed & {"insert", "evict", "check_prefetch_progress", "prefetch_revoke",
                          "drain_storage_control_queues", "prefetch_from_storage"}
+
+
+def test_the_audit_runs_the_host_half_only_when_asked():
+    from tiercheck.proofs.audit import _jobs
+
+    plain = _jobs(["evict", "load_dma_done"], (), 2, False)
+    assert not any(host_slots.NAME in j[4] for j in plain)
+    jobs = [j for j in _jobs(["evict", "load_dma_done"], (), 2, False, slots=True) if j[4] == (host_slots.NAME,)]
+    assert sorted((j[0], j[1]) for j in jobs) == [("evict", "agree"), ("evict", "diverged"), ("load_dma_done", "agree")]
+    assert all(dict(j[5]) == {"slots": True} for j in jobs)
+
+
+def test_prove_command_with_slots(capsys):
+    from tiercheck.cli import main
+
+    rc = main(["prove", "--slots", "--action", "load_dma_done", "--workers", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    row = next(line for line in out.splitlines() if line.startswith(host_slots.NAME))
+    assert "load_dma_done" in row and "proved" in row
