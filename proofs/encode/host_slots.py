@@ -98,24 +98,13 @@ def _take(ctx, rv, n, cond):
         ok.append(z3.Implies(const(c), z3.And(x >= 0, x < const(cap), z3.Select(A, x), z3.Not(z3.Select(rv.rset, x)))))
         for i in range(j):
             ok.append(z3.Implies(const(c), _pick(ctx)(A, i) != x))
-        free = _if(c, z3.Store(free, x, False), free)
+        free = ite(c, z3.Store(free, x, False), free)
     return rv._replace(hfree=free, hok=and_(rv.hok, *ok)), got
-
-
-def _if(c, a, b):
-    from ..sym import py
-
-    k = py(c)
-    if k is True:
-        return a
-    if k is False:
-        return b
-    return z3.If(const(c), a, b)
 
 
 def _free(ctx, rv, slot, cond):
     """Slot ``slot`` back to the free set where ``cond`` (and it names a slot)."""
-    return rv._replace(hfree=_if(and_(cond, slot >= 0), z3.Store(rv.hfree, slot, True), rv.hfree))
+    return rv._replace(hfree=ite(and_(cond, slot >= 0), z3.Store(rv.hfree, slot, True), rv.hfree))
 
 
 # --- nodes (slots.take / slots.give) ---------------------------------------------------------
@@ -188,7 +177,7 @@ def finish_prefetch(ctx, rv, item, pages_at, have, completed, tail, cond=True):
         rv = _free(ctx, rv, held[j], and_(cond, lt(j, have)))
         if double:
             rv = _free(ctx, rv, held[j], queued)
-        rset = _if(and_(queued, held[j] >= 0), z3.Store(rset, held[j], True), rset)
+        rset = ite(and_(queued, held[j] >= 0), z3.Store(rset, held[j], True), rset)
     return rv._replace(rset=rset)
 
 
@@ -206,7 +195,7 @@ def free_entry(ctx, item, rv, cond):
     return rv, item[:PSLOTS] + tuple(ite(go, -1, x) for x in held)
 
 
-def drain_release(ctx, rv, whole, h):
+def drain_release(ctx, rv, whole):
     """The drain round frees the release queue's first MIN entries: all of them when the
     MIN is this rank's count (``whole``), else some entries (a subset of the slots)."""
     if not on(ctx):
@@ -215,13 +204,8 @@ def drain_release(ctx, rv, whole, h):
     if part is None:
         part = ctx._rpart = z3.Function(f"relq_part_slots!{ctx.tag}", SET, SET)
     # array maps (decidable with store, select and constant arrays), not lambdas
-    go = _if(whole, rv.rset, z3.Map(_AND, rv.rset, part(rv.rset)))
+    go = ite(whole, rv.rset, z3.Map(_AND, rv.rset, part(rv.rset)))
     return rv._replace(hfree=z3.Map(_OR, rv.hfree, go), rset=z3.Map(_AND, rv.rset, z3.Map(_NOT, go)))
-
-
-def pq_slot_item(ctx, got):
-    """The slot components of a new pq entry ((): slots off)."""
-    return tuple(got) if on(ctx) else ()
 
 
 def same_slots(a, b, k: int):

@@ -172,7 +172,7 @@ def drain_storage_control_queues(ctx, s, a):
         # host_mem_release_queue: (count, pages); the MIN covers the whole queue when the
         # replicas agree on it, which they always do (identical sync-round appends).
         freed = ite(eq(nr, rv.relq_n), rv.relq_sum, ctx.rank_int("relq_part")(h))
-        rv = drain_release(ctx, rv, eq(nr, rv.relq_n), h)
+        rv = drain_release(ctx, rv, eq(nr, rv.relq_n))
         return rv._replace(
             sdone=rv.sdone.drop(nb),
             relq_n=rv.relq_n - nr, relq_sum=rv.relq_sum - freed,
