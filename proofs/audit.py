@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, NamedTuple
 
+from . import host_slots
 from .consensus import THEOREMS, run_theorem
 from .obligations import ACTION_NAMES, CASES, SPLIT_FLAGS, UNDECIDED_NOTE, Result, prove_action, targets_for
 from .strengthen import STRENGTHENING
@@ -48,6 +49,11 @@ class Audit(NamedTuple):
 def _job(args):
     action, case, variants, pages, targets, fix = args
     t0 = time.process_time()
+    if targets == (host_slots.NAME,):  # slot_ownership's host half, slots on
+        r = (host_slots.frame_result(action) if host_slots.frame(action)
+             else host_slots.prove(action, frozenset(variants), pages, dict(fix), cases=(case,))._replace(pages=f"<={pages}"))
+        return [r._replace(cti={k: v for k, v in (r.cti or {}).items() if not k.startswith("_")} or None)], \
+            time.process_time() - t0
     if case == UNBOUNDED:
         from .epr_obligations import prove_action as prove_unbounded
 
@@ -68,10 +74,11 @@ def _job(args):
 UNBOUNDED = "unbounded"  # the job kind of an action's page-sorted obligations
 
 
-def audit_targets(action: str, unbounded: bool) -> List[str]:
+def audit_targets(action: str, unbounded: bool, slots: bool = False) -> List[str]:
     """The action's obligations: those of the bounded encoding, and with ``unbounded``
-    also the properties only the page-sorted encoding has (slot_ownership's device half)."""
-    targets = targets_for(action)
+    also the properties only the page-sorted encoding has (slot_ownership's device half);
+    with ``slots``, slot_ownership's host half (proofs/host_slots.py)."""
+    targets = targets_for(action) + ([host_slots.NAME] if slots else [])
     if not unbounded:
         return targets
     from .epr_obligations import covered
@@ -80,13 +87,18 @@ def audit_targets(action: str, unbounded: bool) -> List[str]:
     return targets + [t for t in UPROPS if t not in targets and covered(t, action)]
 
 
-def _jobs(names, variants, pages, unbounded):
+def _jobs(names, variants, pages, unbounded, slots=False):
     """One job per (action, case of the pre-state): the two cases of an expensive action
-    run side by side. With ``unbounded``, an action's covered targets are one more job."""
+    run side by side. With ``unbounded``, an action's covered targets are one more job;
+    with ``slots``, the host half of slot_ownership (slots on) one per case, or one frame
+    job for an action that writes nothing it reads."""
     from .obligations import targets_for
 
     out = []
     for a in names:
+        if slots:
+            slot_cases = CASES[:1] if a == "init" or host_slots.frame(a) else CASES
+            out += [(a, c, variants, pages, (host_slots.NAME,), tuple(host_slots.FIX.items())) for c in slot_cases]
         targets = targets_for(a)
         if unbounded:
             from .epr_obligations import BOUNDED_UNDER, covered
@@ -128,11 +140,14 @@ def _theorems(_):
     return [run_theorem(t) for t in THEOREMS], time.process_time() - t0
 
 
-def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions=None, unbounded=False) -> Audit:
+def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions=None, unbounded=False,
+              slots=False) -> Audit:
+    """``slots``: also slot_ownership's host half (slot identities on; not in the default
+    audit, which it would make about a fifth costlier: docs/proofs.md)."""
     t0 = time.perf_counter()
     names = list(actions or ACTION_NAMES)
     names.sort(key=lambda a: _ORDER.index(a) if a in _ORDER else len(_ORDER))
-    jobs = _jobs(names, tuple(sorted(variants)), pages, unbounded)
+    jobs = _jobs(names, tuple(sorted(variants)), pages, unbounded, slots)
     cpu = 0.0
     if workers > 1:
         ctx = mp.get_context("fork")
@@ -150,7 +165,7 @@ def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions
         merged = by_action.setdefault(a, {})
         for r in rs:
             merged[r.target] = _merge(merged[r.target], r) if r.target in merged else r
-    order = {a: audit_targets(a, unbounded) for a in by_action}
+    order = {a: audit_targets(a, unbounded, slots) for a in by_action}
     ordered = [by_action[a][t] for a in ACTION_NAMES if a in by_action for t in order[a] if t in by_action[a]]
     return Audit(tuple(sorted(variants)), pages, workers, ordered, theorems, time.perf_counter() - t0, cpu, unbounded)
 

@@ -68,6 +68,7 @@ class ProofConfig:
     digest_bits: int = 16
     variants: frozenset = frozenset()
     symbolic: bool = False
+    slots: bool = False  # slot identities (host pool: encode/host_slots.py); not symbolic, see there
     spec: Optional[object] = field(default=None, repr=False)  # the spec Config, if concrete
 
     def has(self, variant: str) -> bool:
@@ -107,7 +108,8 @@ class ProofConfig:
             kw[f] = fix[f] if f in fix else z3.Bool(f"cfg_{f}")
         for f in INTS:
             kw[f] = fix[f] if f in fix else z3.Int(f"cfg_{f}")
-        return ProofConfig(**kw, digest_bits=digest_bits, variants=frozenset(variants), symbolic=True)
+        return ProofConfig(**kw, digest_bits=digest_bits, variants=frozenset(variants), symbolic=True,
+                           slots=bool(fix.get("slots", False)))
 
     @staticmethod
     def from_spec(cfg) -> "ProofConfig":
@@ -143,6 +145,7 @@ class ProofConfig:
             digest_bits=cfg.digest_bits,
             variants=frozenset(cfg.variants),
             symbolic=False,
+            slots=cfg.slots,
             spec=cfg,
         )
 

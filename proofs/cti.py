@@ -78,6 +78,7 @@ def _config(su, model, n_ranks, paths) -> Config:
         cp_lanes=val(cfg.cp_lanes),
         max_lock=1 << 30,
         variants=cfg.variants,
+        slots=cfg.slots,
     )
 
 
@@ -103,8 +104,8 @@ def extract(su, model, target: str, action: str) -> Dict:
     cfg = _config(su, model, len(reps), paths)
     m = Model(cfg)
     req_of_end = lambda e: e  # requests are the pages' paths, in page order
-    pre_vals = [rv_values(model, su.pre.rank(h)) for h in reps]
-    post_vals = [rv_values(model, su.post.rank(h)) for h in reps]
+    pre_vals = [rv_values(model, su.pre.rank(h), cfg.host_pages) for h in reps]
+    post_vals = [rv_values(model, su.post.rank(h), cfg.host_pages) for h in reps]
     hung = lambda s: model_value(model, const(s.hung))
     halted = lambda s: model_value(model, const(s.halted))
     out = {"target": target, "action": action, "config": _config_dict(cfg), "ranks": len(reps)}
@@ -116,6 +117,10 @@ def extract(su, model, target: str, action: str) -> Dict:
     pre = values_to_state(pre_vals, hung(su.pre), halted(su.pre), req_of_end, tracks_flags(cfg))
     pre = order_into_state(su.ctx, lambda x: model_value(model, const(x)), reps, pre)  # the CP planner's order
     a = _action(su, model, reps, seen, m)
+    if cfg.slots:  # the device half is not in the bounded encoding: packed, and the successor's
+        from .encode.host_slots import with_device_half
+
+        pre, post = with_device_half(m, pre, a, post)
     out.update(step=str(a), action_json=a.to_json(), pre=render_state(m, pre), post=render_state(m, post))
     out["explicit"] = replay(m, pre, a, post, target)
     out["_states"] = (m, pre, a, post)
@@ -136,7 +141,9 @@ def replay(m, pre, a, post, target) -> Dict:
     # encode.cp_planner.planner_keys): the successor is compared without them
     orders = lambda st: st._replace(ranks=tuple(r._replace(clock=(), lru=()) for r in st.ranks))
     res["successor"] = "same" if orders(t) == orders(post) else "differs"
-    prop = SPEC_PROPERTIES.get(target)
+    from .host_slots import NAME as HOST_SLOTS
+
+    prop = SPEC_PROPERTIES.get("slot_ownership" if target == HOST_SLOTS else target)
     if prop is not None:
         try:
             msg = prop.fn(m, post) if prop.kind == "invariant" else prop.fn(m, pre, a, post)
@@ -180,6 +187,7 @@ def _config_dict(cfg: Config) -> Dict:
         "refresh_rounds": cfg.refresh_rounds,
         "cp_planner": cfg.cp_planner,
         "cp_lanes": cfg.cp_lanes,
+        **({"slots": True} if cfg.slots else {}),
         "variants": sorted(cfg.variants),
     }
 
@@ -222,6 +230,10 @@ def render_state(m, s) -> Dict:
                     **({"pflags": rs.pflags[i]} if rs.pflags else {})}
                    for i, (q, d) in enumerate(zip(rs.pq, rs.pdone))],
             "relq": list(rs.relq),
+            **({"hslot": {page(p): x for p, x in enumerate(rs.hslot) if x >= 0},
+                "hfree": [x for x in range(m.cfg.host_pages) if rs.hfree >> x & 1],
+                "pslots": [list(x) for x in rs.pslots], "rslots": [list(x) for x in rs.rslots]}
+               if m.cfg.slots else {}),
             **({"running": [{"req": r, "locked": _safe(name, e)} for r, e in rs.running]} if rs.running else {}),
             "plan": [_safe(name, e) for e in rs.plan], "mismatch": rs.mismatch, "closed": rs.closed,
             "dups": [_safe(name, e) for e in rs.dups], "digest": [_safe(name, e) for e in rs.digest],
@@ -251,7 +263,7 @@ def format_cti(cti: Dict) -> List[str]:
         f"{' '.join(feats) or 'no features'}; faults {c['faults'] or '-'}; host_free_target "
         f"{c['host_free_target']}, fail_close_after {c['fail_close_after']}; variants {c['variants'] or '-'}"
         + "".join(f"; {k} {c[k]}" for k in ("page_size", "victim_order", "prefetch_stop", "durable_capacity",
-                                           "refresh_rounds", "cp_planner", "cp_lanes") if k in c)
+                                           "refresh_rounds", "cp_planner", "cp_lanes", "slots") if k in c)
     )
     if "forest" in cti:
         f = cti["forest"]

@@ -20,7 +20,9 @@ from typing import Dict, List, NamedTuple, Optional
 
 import z3
 
+from . import host_slots
 from .config import ProofConfig
+from .encode.host_slots import empty_set, full_set, on
 from .encode.actions import ENCODINGS, step
 from .encode.ctx import Ctx
 from .encode.scheduler_evict import EVICTING
@@ -68,6 +70,8 @@ def target_parts(ctx, s, name: str, post, action: str):
         return STRENGTHENING[name].fn(ctx, post)
     if name == BOUND:
         return [Every(lambda h: not_(_overflow(post.rank(h))))]
+    if name == host_slots.NAME:
+        return host_slots.slot_ownership_host(ctx, post)
     raise KeyError(name)
 
 
@@ -82,7 +86,7 @@ def inv_parts(ctx, s) -> list:
             parts += PROPERTIES[name].fn(ctx, s)
         else:
             parts += STRENGTHENING[name].fn(ctx, s)
-    return parts
+    return parts + host_slots.slot_ownership_host(ctx, s)  # nothing unless ctx.cfg.slots
 
 
 class Setup(NamedTuple):
@@ -96,6 +100,7 @@ class Setup(NamedTuple):
 def initial_state(ctx, space) -> SState:
     """initial_state: empty trees, full pools, empty queues, on every rank."""
     k, cfg = ctx.k, ctx.cfg
+    slots = on(ctx)
 
     def empty(n_arity):
         return SymList(k, 0, [tuple(0 for _ in range(n_arity))] * k, False)
@@ -109,7 +114,9 @@ def initial_state(ctx, space) -> SState:
             wdone=0, ldone=0, relq_n=0, relq_sum=0, mismatch=0, closed=False,
         )
         for f, a in LISTS.items():
-            vals[f] = empty(a)
+            vals[f] = empty(a + (k if slots and f == "pq" else 0))
+        if slots:
+            vals.update(hslot=(-1,) * k, hfree=full_set(cfg.host_pages), rset=empty_set(), hok=True)
         return RV(**vals)
 
     return SState(space, rank_fn, 0, 0)
@@ -130,7 +137,7 @@ def setup(action: str, variants=frozenset(), k: int = 3, fix=None, case: str = "
     ctx = Ctx(cfg, uni, space)
     ctx.lemmas = True  # proved consensus lemmas stand in for wire arithmetic (encode.storage_path)
     ctx.replicas_agree = case == "agree"
-    pre = symbolic_state(space, k, "s", shared=(case == "agree"))
+    pre = symbolic_state(space, k, "s", shared=(case == "agree"), slots=cfg.slots)
     sol = z3.Solver()
     base = list(uni.constraints()) + cfg.constraints()
     if action == "init":

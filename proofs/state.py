@@ -21,6 +21,7 @@ from typing import Callable, NamedTuple, Tuple
 
 import z3
 
+from .encode.host_slots import off_fields
 from .sym import SymList, and_, const, eq, implies, ite
 
 HUNG = {"": 0, "writing_check": 1, "check_prefetch_progress": 2}
@@ -61,6 +62,11 @@ class RV(NamedTuple):
     closed: object
     dups: SymList
     digest: SymList
+    # host slot identities (encode/host_slots.py; literals unless ProofConfig.slots)
+    hslot: Tuple = ()
+    hfree: object = False
+    rset: object = False
+    hok: object = True
 
     @property
     def k(self) -> int:
@@ -109,6 +115,9 @@ def rv_same(a: RV, b: RV):
         parts.append(eq(a.run[p], b.run[p]))
     for name in LISTS:
         parts.append(getattr(a, name).same(getattr(b, name)))
+    from .encode.host_slots import same_slots
+
+    parts.append(same_slots(a, b, k))
     return and_(*parts)
 
 
@@ -298,7 +307,7 @@ REPLICA_SCALARS = ("dev_free", "host_free", "relq_n", "relq_sum", "mismatch", "c
 REPLICA_LISTS = ("wq", "lq", "sq")
 
 
-def symbolic_state(space, k: int, name: str, shared: bool = False) -> SState:
+def symbolic_state(space, k: int, name: str, shared: bool = False, slots: bool = False) -> SState:
     """A state whose every field is an uninterpreted function of the rank.
 
     ``shared``: the replicated fields (the tree, its tier states, pools, replicated
@@ -324,6 +333,7 @@ def symbolic_state(space, k: int, name: str, shared: bool = False) -> SState:
     scalars["closed"] = f("closed", B)
     lists = {}
     for fld, arity in LISTS.items():
+        arity += k if slots and fld == "pq" else 0
         n = f(f"{fld}.len", I)
         items = [[f(f"{fld}[{i}].{j}", I) for j in range(arity)] for i in range(k)]
         lists[fld] = (n, items)
@@ -340,8 +350,16 @@ def symbolic_state(space, k: int, name: str, shared: bool = False) -> SState:
                 vals[fld] = SymList(k, n(r0), [tuple(c(r0) if j < 4 else c(h) for j, c in enumerate(it)) for it in items])
             else:
                 vals[fld] = SymList(k, n(h), [tuple(c(h) for c in it) for it in items])
+        vals.update(slot_fns(h) if slots else off_fields(k))
         return RV(**vals)
 
+    if slots:
+        from .encode.host_slots import SET
+
+        hslot_fns = [f(f"hslot[{p}]", I) for p in range(k)]
+        hfree_fn, rset_fn = f("hfree", SET), f("rset", SET)
+        slot_fns = lambda h: {"hslot": tuple(fn(h) for fn in hslot_fns), "hfree": hfree_fn(h), "rset": rset_fn(h),
+                              "hok": True}
     hung = z3.Int(f"{name}.hung")
     halted = z3.Int(f"{name}.halted")
     s = SState(space, rank_fn, hung, halted)
@@ -383,6 +401,7 @@ def symbolic_state_rank(k: int, name: str) -> RV:
             k, z3.Int(f"{name}.{fld}.len"),
             [tuple(z3.Int(f"{name}.{fld}[{i}].{j}") for j in range(arity)) for i in range(k)],
         )
+    vals.update(off_fields(k))
     return RV(**vals)
 
 

@@ -213,7 +213,7 @@ def prefetch_queue(ctx, s, h, rv):
     uni = ctx.uni
 
     def entry(i, it):
-        q, anc, k, n, done, f = it
+        q, anc, k, n, done, f = it[:6]
         depth_q = uni.depth_of(q)
         anchor_ok = or_(
             and_(eq(k, 0), eq(anc, -1)),

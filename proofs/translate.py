@@ -13,6 +13,7 @@ from typing import Dict, List
 import z3
 
 from ..spec.state import Node, RankState, State, StorageAck
+from .encode.host_slots import off_fields
 from .state import HALT_WHERE, HUNG, NODE_FIELDS, RV, SState
 from .sym import SymList, const, model_value
 
@@ -54,9 +55,11 @@ def rank_to_rv(m, rs: RankState, store_mask: int, k: int) -> RV:
     vals["ldone"] = rs.ldone
     vals["sq"] = SymList.of(k, rs.sq, 2)
     vals["sdone"] = SymList.of(k, [(a.reported, a.actual) for a in rs.sdone], 2)
+    pad = lambda got: tuple(got) + (-1,) * (k - len(got)) if m.cfg.slots else ()
     vals["pq"] = SymList.of(
         k, [(request_end(m, q[0]), q[1], q[2], q[3], d, rs.pflags[i] if rs.pflags else 0)
-            for i, (q, d) in enumerate(zip(rs.pq, rs.pdone))], 6
+            + pad(rs.pslots[i] if m.cfg.slots else ())
+            for i, (q, d) in enumerate(zip(rs.pq, rs.pdone))], 6 + (k if m.cfg.slots else 0)
     )
     vals["relq_n"] = len(rs.relq)
     vals["relq_sum"] = sum(rs.relq)
@@ -65,6 +68,13 @@ def rank_to_rv(m, rs: RankState, store_mask: int, k: int) -> RV:
     vals["closed"] = rs.closed
     vals["dups"] = SymList.of(k, rs.dups, 1)
     vals["digest"] = SymList.of(k, rs.digest, 1)
+    if m.cfg.slots:
+        from .encode.host_slots import set_of
+
+        vals.update(hslot=tuple(rs.hslot), hfree=set_of(x for x in range(m.cfg.host_pages) if rs.hfree >> x & 1),
+                    rset=set_of(x for entry in rs.rslots for x in entry), hok=True)
+    else:
+        vals.update(off_fields(k))
     return RV(**vals)
 
 
@@ -83,11 +93,16 @@ def to_terms(m, s: State, space) -> SState:
 # --- a z3 model back to an explicit state ---------------------------------------------------
 
 
-def rv_values(model, rv: RV) -> Dict:
+def rv_values(model, rv: RV, pool: int = 0) -> Dict:
+    """``pool``: the host pool's size, over which slot sets are read (slots on)."""
+    from .encode.host_slots import SET, model_members
+
     out = {}
     for name in RV._fields:
         v = getattr(rv, name)
-        if isinstance(v, SymList):
+        if isinstance(v, z3.ExprRef) and v.sort() == SET:
+            out[name] = model_members(model, v, pool)
+        elif isinstance(v, SymList):
             out[name] = v.values(model)
         elif isinstance(v, tuple):
             out[name] = [model_value(model, x) for x in v]
@@ -109,7 +124,13 @@ def values_to_rank(vals: Dict, req_of_end, flags: bool = False) -> RankState:
     relq = ()
     if relq_n > 0:  # any split of the total into relq_n positive entries is the same
         relq = (relq_sum - (relq_n - 1),) + (1,) * (relq_n - 1)
+    slots = {}
+    if isinstance(vals.get("hfree"), list):  # host slot identities (encode/host_slots.py)
+        from .encode.host_slots import to_spec_fields
+
+        slots = to_spec_fields(vals, relq)
     return RankState(
+        **slots,
         owner=tuple(vals["own"]),
         nodes=tuple(nodes),
         dev_free=vals["dev_free"],

@@ -119,7 +119,7 @@ class Config:
     victim_order: str = constant("path", "host-side victim order (VICTIM_ORDERS)", twin="VictimOrder",
                                  symmetry=False)
     slots: bool = constant(False, "slot identities: which slot holds each page, free slot sets",
-                           twin="Slots", symmetry=False, proofs=False)
+                           twin="Slots", symmetry=False)
     request_locks: bool = constant(False, "running requests lock their matched device prefix "
                                    "(lock_request / unlock_request)", twin="RequestLocks", symmetry=False)
     # Eviction the scheduler's steps do by themselves (seed 004's evict(num_tokens), LRU

@@ -7,6 +7,7 @@ from ...spec.state import ABSENT, HOST_RESIDENT
 from ..state import RV
 from ..sym import and_, const, eq, implies, ite, not_, or_, sel, sum_
 from .host_eviction import allocate_host
+from .host_slots import give_node, take_node
 from .tree import below, is_device_leaf, live, node_len, register_duplicate, remove_nodes
 from .write_path import fail_param
 
@@ -41,6 +42,8 @@ def _delete(ctx, rv: RV, e, cond):
     freed_host = 0
     if not ctx.cfg.has("orphan-host-subtree"):
         freed_host = sum_([ite(under[d], node_len(ctx, rv, d), 0) for d in range(ctx.k)])
+        for d in range(ctx.k):
+            rv = give_node(ctx, rv, d, and_(cond, under[d]))
     new = rv._replace(
         dev_free=ite(cond, rv.dev_free + node_len(ctx, rv, e), rv.dev_free),
         host_free=ite(cond, rv.host_free + freed_host, rv.host_free),
@@ -100,6 +103,7 @@ def write_and_demote(ctx, rv: RV, e, do, need):
     backup started, a duplicate birth point), then its demotion."""
     cfg = ctx.cfg
     rv = rv._replace(host_free=ite(do, rv.host_free - need, rv.host_free))
+    rv = take_node(ctx, rv, e, do)
     rv = rv.set_fields(e, do, host=HOST_RESIDENT, href=sel(rv.href, e) + ite(cfg.storage, 1, 0))
     rv = register_duplicate(ctx, rv, e, do)
     rv = rv._replace(sq=rv.sq.append((sel(rv.start, e), e), and_(do, cfg.storage)))

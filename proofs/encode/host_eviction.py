@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...spec.state import ABSENT, HOST_RESIDENT, RESIDENT
 from ..state import RV
 from ..sym import SymList, and_, const, eq, ite, ne, not_, or_, sel
+from .host_slots import give_node
 from .tree import (
     all_durable,
     free_node_host,
@@ -85,7 +86,7 @@ def _lru_step(ctx, rv: RV, freed, need, active, key):
         take = and_(leaves[e], or_(not_(found), key[e] < best))
         victim, best, found = ite(take, e, victim), ite(take, key[e], best), or_(found, leaves[e])
     size = node_len(ctx, rv, victim)
-    removed = remove_nodes(ctx, rv, lambda x: and_(go, eq(victim, x)))
+    removed = remove_nodes(ctx, give_node(ctx, rv, victim, go), lambda x: and_(go, eq(victim, x)))
     return removed._replace(host_free=ite(go, rv.host_free + size, rv.host_free)), ite(go, freed + size, freed)
 
 

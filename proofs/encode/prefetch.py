@@ -7,6 +7,7 @@ from ...spec.state import ABSENT, HOST_RESIDENT
 from ..state import NOT_DONE, RV
 from ..sym import SymList, and_, const, eq, implies, ite, max2, ne, not_, or_, sel, sum_
 from ...spec.prefetch_end import REVOKED
+from . import host_slots
 from .host_eviction import allocate_host
 from .prefetch_end import FLAGS, has, skips_vote, terminate_vote
 from .tree import add_node, ensure_boundary, live
@@ -97,9 +98,10 @@ def prefetch_from_storage(ctx, s, a):
     def finish(h, rv):
         ok = oks(h)
         rv = protect(rv, -1, not_(ok))
+        rv, got = host_slots.reserve(ctx, rv, n, ok)
         return rv._replace(
             host_free=ite(ok, rv.host_free - n, rv.host_free),
-            pq=rv.pq.append((q, anc, k, n, NOT_DONE, 0), ok),
+            pq=rv.pq.append((q, anc, k, n, NOT_DONE, 0) + tuple(got), ok),
         )
 
     return alloc.map(finish)
@@ -179,7 +181,8 @@ def terminate_prefetch(ctx, s, a):
     completed = space.min(lambda h: max2(s.rank(h).pq.at(i)[4], 0))
 
     def on_rank(h, rv):
-        q, anc, k, n = rv.pq.at(i)[:4]
+        item = rv.pq.at(i)
+        q, anc, k, n = item[:4]
         fetched = [and_(uni.anc_sym(p, q), uni.depth[p] > k, uni.depth[p] <= k + completed) for p in range(ctx.k)]
         have_p = [
             and_(fetched[p], *(implies(and_(fetched[x], uni.anc[x][p]), rv.own[x] >= 0) for x in range(p + 1)))
@@ -192,6 +195,8 @@ def terminate_prefetch(ctx, s, a):
         end = path_page(ctx, q, k + completed)
         rv = add_node(ctx, rv, start, end, have < completed, dev=ABSENT, host=HOST_RESIDENT)
         tail = n - completed
+        at = lambda j, p: and_(uni.anc_sym(p, q), eq(uni.depth[p], k + 1 + j))
+        rv = host_slots.finish_prefetch(ctx, rv, item, at, have, completed, tail)
         free_now = have + (tail if cfg.has("prefetch-double-free") else 0)
         rv = rv._replace(
             host_free=rv.host_free + free_now,

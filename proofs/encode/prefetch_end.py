@@ -40,7 +40,7 @@ def set_flags(rv, i, bits, cond=True, **entry):
         for b in bits:
             f = with_bit(f, b)
         done = entry.get("pdone", it[4])
-        items.append(ite(and_(cond, eq(i, j)), it[:4] + (done, f), it))
+        items.append(ite(and_(cond, eq(i, j)), it[:4] + (done, f) + it[6:], it))
     return rv._replace(pq=SymList(rv.pq.cap, rv.pq.n, items, rv.pq.overflow))
 
 
@@ -148,8 +148,14 @@ def revoke_guard(ctx, s, a):
 
 def free_slots(ctx, rv, j, cond=True):
     """Entry j's host slots go back to the pool, once (FREED)."""
+    from .host_slots import free_entry
+
     go = and_(cond, not_(has(rv.pq.items[j][FLAGS], FREED)))
     rv = rv._replace(host_free=ite(go, rv.host_free + rv.pq.items[j][3], rv.host_free))
+    rv, item = free_entry(ctx, rv.pq.items[j], rv, cond)
+    items = list(rv.pq.items)
+    items[j] = item
+    rv = rv._replace(pq=SymList(rv.pq.cap, rv.pq.n, items, rv.pq.overflow))
     return set_flags(rv, j, (FREED,), go)
 
 

@@ -10,6 +10,7 @@ from .durable import ageing, capped, lru_view
 from .host_eviction import is_redundant_mirror
 from .prefetch_end import retire_revoked, revokes_ready
 from .sync import digest_round, negated_pairs_agree, wire_digest
+from .host_slots import drain_release
 from .tree import covers, free_node_host, live, node_len
 from .write_path import rank_param, rank_view
 
@@ -171,6 +172,7 @@ def drain_storage_control_queues(ctx, s, a):
         # host_mem_release_queue: (count, pages); the MIN covers the whole queue when the
         # replicas agree on it, which they always do (identical sync-round appends).
         freed = ite(eq(nr, rv.relq_n), rv.relq_sum, ctx.rank_int("relq_part")(h))
+        rv = drain_release(ctx, rv, eq(nr, rv.relq_n))
         return rv._replace(
             sdone=rv.sdone.drop(nb),
             relq_n=rv.relq_n - nr, relq_sum=rv.relq_sum - freed,

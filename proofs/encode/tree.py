@@ -165,7 +165,10 @@ def register_duplicate(ctx, rv: RV, end, cond=True) -> RV:
 
 
 def free_node_host(ctx, rv: RV, end, cond=True) -> RV:
+    from .host_slots import give_node
+
     rv = rv._replace(host_free=ite(cond, rv.host_free + node_len(ctx, rv, end), rv.host_free))
+    rv = give_node(ctx, rv, end, cond)
     return rv.set_fields(end, cond, host=ABSENT)
 
 

@@ -8,6 +8,7 @@ from ..state import HUNG, RV
 from ..sym import lt, SymList, and_, const, eq, implies, ite, min2, ne, not_, or_, sel, sum_
 from .durable import fresh, lru_view
 from .host_eviction import allocate_host
+from .host_slots import take_node
 from .sync import digest_round, tracks_digest_round
 from .tree import (
     add_node,
@@ -151,6 +152,7 @@ def write_backup(ctx, state, lists, failing):
                 host_free=ite(do, rv.host_free - need, rv.host_free),
                 wq=rv.wq.append((sel(rv.start, end), end), do),
             )
+            rv = take_node(ctx, rv, end, do)
             return rv.set_fields(end, do, host=WRITING, lock=sel(rv.lock, end) + 1)
 
         state = nxt.map(stage)
