@@ -126,7 +126,8 @@ def release_safety(u, s, t, a):
         dropped = z3.And(s.live(e), t.live(e), s.host(e) == HOST_RESIDENT, t.host(e) == ABSENT,
                          t.dev(e) != ABSENT)
         spared = exists(lambda d: z3.And(
-            dups(d), d != e, t.live(d), can_reclaim_duplicate(u, t, d), z3.Not(leaf(d)), z3.Not(held(d))))
+            dups(d), d != e, t.live(d), can_reclaim_duplicate(u, s, d), can_reclaim_duplicate(u, t, d),
+            z3.Not(leaf(d)), z3.Not(held(d))))
         wb_ok = z3.Not(z3.And(leaf(e), z3.Not(evicting(e)), spared))
         marked = t.update(durable=lambda p: z3.Or(s.durable(p), t.durable(p)))  # before the step or after
         wt_ok = z3.And(z3.Not(t.lock(e) > 0), t.dev(e) == RESIDENT, all_durable(u, marked, e))

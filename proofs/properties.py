@@ -169,6 +169,7 @@ def release_safety(ctx, s, name, t):
                 and_(
                     rs.dups.valid(j), ne(rs.dups.items[j][0], e), ne(rs.dups.items[j][0], held),
                     live(rt, rs.dups.items[j][0]),
+                    can_reclaim_duplicate(ctx, rs, rs.dups.items[j][0]),  # before and after
                     can_reclaim_duplicate(ctx, rt, rs.dups.items[j][0]),
                     not_(_device_leaf_at(ctx, rs, rs.dups.items[j][0])),
                 )

@@ -271,7 +271,11 @@ def _release_ok(m, rs, rt, held: int, locked: frozenset = frozenset()) -> Option
                 for d in rs.dups
                 if d != e
                 and rt.nodes[d] is not None
-                and can_reclaim_duplicate(m, rt, d)  # still reclaimable once the step is over
+                # reclaimable before the step and once it is over: a node the step itself
+                # brings back to the device (an insert after its own eviction) was no
+                # duplicate when the reclaim ran
+                and can_reclaim_duplicate(m, rs, d)
+                and can_reclaim_duplicate(m, rt, d)
                 and d != held  # ... and was when the reclaim ran (not protected by the step)
                 and not is_device_leaf(pages, rs, d)
             ]

@@ -1272,7 +1272,8 @@ ReleaseOk(r, rs, rt, e) ==
        ELSE (/\ IsDeviceLeaf(rs, e)
              /\ \E i \in DOMAIN rs.dups :
                   LET d == rs.dups[i] IN
-                  d # e /\ Live(rt, d) /\ CanReclaimDuplicate(rt, d) /\ ~IsDeviceLeaf(rs, d)
+                  d # e /\ Live(rt, d) /\ Live(rs, d) /\ CanReclaimDuplicate(rs, d)
+                  /\ CanReclaimDuplicate(rt, d) /\ ~IsDeviceLeaf(rs, d)
                   /\ ~HeldByPrefetchStep(d))
             => HeldWhileEvicting(r, e)
 

@@ -41,6 +41,7 @@ CORRECT = {
     "wb-reclaim-2r": (1174, 8021),
     "wb-reclaim-storage-1r": (7072, 43662),
     "wb-evicts-2r": (376, 3275),
+    "wb-reclaim-evicts-1r": (2390, 15420),
     "wt-evicts-1r": (55, 208),
     "request-locks-evicts-1r": (206, 1143),
     "wb-reclaim-prefetch-1r": (1696, 8547),

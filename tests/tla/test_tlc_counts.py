@@ -67,7 +67,7 @@ FEATURES = ["paged-1r", "slots-prefetch-1r", "wt-prefetch-fail-1r", "wt-prefetch
 FEATURES_SLOW = ["all-features-2r", "request-locks-1r", "request-locks-2r", "wt-prefetch-wait-2r", "lru-2r",
                  "slots-1r", "wt-durable-lru-1r", "cp-planner-ancestors-1r", "cp-planner-lanes-2r",
                  "wt-prefetch-timeout-2r", "cp-planner-lru-1r", "wt-prefetch-endings-2r",
-                 "evicts-lanes-1r", "request-locks-evicts-1r", "wb-evicts-2r", "evicts-reclaim-lru-2r",
+                 "evicts-lanes-1r", "request-locks-evicts-1r", "wb-evicts-2r", "wb-reclaim-evicts-1r", "evicts-reclaim-lru-2r",
                  "evicts-all-features-2r"]
 LOCAL_MODELS = Path(__file__).parent / "models"
 
