@@ -57,3 +57,25 @@ def vacuous(action: str, case: str, variants=frozenset(), k: int = 2, fix=None) 
 
     res, _ = solve(Setup(ctx, pre, None, None, sol), z3.BoolVal(True), [space.r0], 30000)
     return res == z3.unsat
+
+
+def diverged_excused(action: str, variants=frozenset(), k: int = 2, fix=None) -> bool:
+    """True when z3 proves that ``action`` from the diverged case always reaches a state
+    whose difference rank_agreement excuses: halted, hung, or a digest check still
+    bound to fire (a sync round halts on the digest comparison, or leaves the digests
+    alone). The excuse reads the halt and hang codes and the digest lists only, never
+    the tree: checked on the bounded encoding with ``k`` pages."""
+    from .obligations import _principal, setup
+    from .properties import rank_excuse
+
+    su = setup(action, variants, k, fix, "diverged")
+    space = su.ctx.space
+    n_side, n_consts = len(su.ctx.side), len(space.consts)
+    excuse = rank_excuse(su.ctx, su.post)
+    lit = z3.Bool(f"excuse!{action}!{n_consts}")
+    su.solver.add(*[const(x) for x in su.ctx.side[n_side:]])
+    su.solver.add(z3.Implies(lit, const(not_(excuse))))
+    from .obligations import solve
+
+    res, _ = solve(su, lit, _principal(su, space.consts[n_consts:]), 60000)
+    return res == z3.unsat

@@ -40,6 +40,34 @@ def test_agreement_value_and_every_replicated_step_admitted(name):
     assert steps > 0
 
 
+def _steps_bfs(m, names, want):
+    """Breadth-first: up to ``want`` steps of each action in ``names`` from agreeing
+    replicas."""
+    s0 = m.init_states()[0]
+    seen, todo, out = {s0}, [s0], []
+    count = dict.fromkeys(names, 0)
+    while todo and min(count.values()) < want:
+        s = todo.pop(0)
+        for a, t in m.successors(s):
+            if a.name in names and count[a.name] < want and spec_same(m, s, 1):
+                count[a.name] += 1
+                out.append((s, a, t))
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return out
+
+
+def test_the_sync_rounds_steps_are_admitted():
+    """writing_check, loading_check and check_prefetch_progress (rarely enabled on a
+    random walk) from agreeing replicas, ranks 0 and 1 at once."""
+    m = model("wt-prefetch-2r")
+    steps = _steps_bfs(m, ("writing_check", "loading_check", "check_prefetch_progress"), 4)
+    assert {a.name for _s, a, _t in steps} == {"writing_check", "loading_check", "check_prefetch_progress"}
+    for s, a, t in steps:
+        assert pair_admits(m, s, a, t, 1), (a, s)
+
+
 def test_a_diverged_state_is_noticed():
     m = model("wb-reclaim-2r")
     s = next(s for s in walk(m, 1, 30) if any(n is not None for n in s.ranks[1].nodes))
