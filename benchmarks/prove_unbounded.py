@@ -35,11 +35,11 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     load0 = os.getloadavg()
     results, wall = unbounded_only(args.workers)
-    from tiercheck.proofs.epr_actions import UACTIONS
+    from tiercheck.proofs.epr_frame import frame
 
     ok = sum(r.status == "proved" for r in results)
     actions = len({r.action for r in results})
-    frames = sum(r.target not in UACTIONS[r.action].targets for r in results)
+    frames = sum(frame(r.target, r.action) for r in results)
     print(f"unbounded obligations: {ok}/{len(results)} proved over {actions} actions (init included), "
           f"forests of any size ({frames} of them frame obligations), {wall:.1f}s wall on {args.workers} worker(s)")
     bad = len(results) - ok

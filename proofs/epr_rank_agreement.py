@@ -27,8 +27,9 @@ with duplicate reclaim) the ranks reclaimed different duplicates in this step, s
 victim digests differ and the next ready-count round halts (the pre-state's digests are
 empty: a replicated step waits for a due round). The diverged case (replicas differ
 while a digest check is bound to fire) is empty for a replicated step whatever the
-number of pages (proofs/case_vacuity.py: the round is due, so the step waits), and
-init has none.
+number of pages (proofs/case_vacuity.py: the round is due, so the step waits), a sync
+round ends it excused (it halts on the digest comparison or leaves the digests alone:
+case_vacuity.diverged_excused), and init has none.
 
 What "agree" compares (``same``): every replicated page field (cached, owner, the node
 fields by end page: start, tier states, lock, host_ref_counter, hits, load-back and
@@ -54,9 +55,10 @@ from .epr_properties import b_
 from .forest import PageSort, SlotSort, forall
 from .paged import SLOT_FIELDS
 
-# Actions whose rank_agreement is proved here: init and the replicated steps whose
-# diverged case is empty (their guard waits for a due digest round). load_back is the
-# page-sorted encoding's exception (epr_obligations.COVERED_ACTIONS).
+# Actions whose rank_agreement is proved here: init, the replicated steps (their diverged
+# case is empty) and the sync rounds whose diverged case ends excused. load_back is the
+# page-sorted encoding's exception (epr_obligations.COVERED_ACTIONS); the drain round's
+# acks, marks and plan are per rank and its page-sorted encoding does not follow them.
 PAIR_ACTIONS = ("init", "insert", "evict", "prefetch_from_storage", "prefetch_revoke", "lock_request",
                 "unlock_request", "writing_check", "loading_check", "check_prefetch_progress")
 TARGET = "rank_agreement"
