@@ -150,11 +150,18 @@ def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions
     jobs = _jobs(names, tuple(sorted(variants)), pages, unbounded, slots)
     cpu = 0.0
     if workers > 1:
+        from .schedule import longest_first
+
+        # longest first (proofs.schedule); merged below in the jobs' own order, as before
+        run = longest_first(list(range(len(jobs))), lambda i: (jobs[i][0], jobs[i][1], jobs[i][4], jobs[i][5]))
         ctx = mp.get_context("fork")
         with ctx.Pool(workers) as pool:
             th_async = pool.apply_async(_theorems, (None,))
-            parts = pool.map(_job, jobs, chunksize=1)
+            done = pool.map(_job, [jobs[i] for i in run], chunksize=1)
             theorems, c = th_async.get()
+        parts = [None] * len(jobs)
+        for i, part in zip(run, done):
+            parts[i] = part
     else:
         parts = [_job(j) for j in jobs]
         theorems, c = _theorems(None)

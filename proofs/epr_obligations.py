@@ -67,9 +67,12 @@ NOT_APPLICABLE = {
 
 def covered(target: str, action: str) -> bool:
     """Whether the obligation is proved for any number of pages: decided by the
-    page-sorted encoding, or a frame obligation (proofs.epr_frame)."""
+    page-sorted encoding, a frame obligation (proofs.epr_frame), a queue-entry obligation
+    (proofs.epr_queues), or rank_agreement over two ranks' views (proofs.epr_rank_agreement)."""
+    from .epr_rank_agreement import covered as pair_covered
+
     return (action in COVERED_ACTIONS and target in UACTIONS[action].targets or frame(target, action)
-            or queues_covered(target, action))
+            or queues_covered(target, action) or pair_covered(target, action))
 
 
 class USetup(NamedTuple):
@@ -145,10 +148,15 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
 def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
     from .obligations import Result
 
+    from .epr_rank_agreement import covered as pair_covered, prove as prove_pair
+
     targets = [t for t in dict.fromkeys(targets or (*UPROPS, *READS)) if covered(t, action)]
+    pair = [t for t in targets if pair_covered(t, action)]  # two ranks' views
+    targets = [t for t in targets if t not in pair]
     # frame obligations: the step writes nothing the target reads (epr_frame)
     framed = [t for t in targets if t not in UPROPS and frame(t, action)]
     out = [Result(t, action, "proved", 0.0, None, "any") for t in framed]
+    out += [prove_pair(action, variants, fix) for _t in pair]
     targets = [t for t in targets if t not in framed]
     if not targets:
         return out
@@ -170,9 +178,10 @@ def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
 # --- counterexamples ----------------------------------------------------------------------
 
 
-def extract(su: USetup, model, target: str, action: str) -> Dict:
+def extract(su: USetup, model, target: str, action: str, ranks=None) -> Dict:
     """The finite model as spec values: the forest (pages numbered as build_pages does,
-    page p carrying token p + 1), one rank's pre- and post-state, the step's node."""
+    page p carrying token p + 1), one rank's pre- and post-state (``ranks``: several
+    ranks' (pre view, post view, registry membership)), the step's node."""
     from ..spec.action import act
     from ..spec.model import Model
     from ..spec.state import State
@@ -184,15 +193,17 @@ def extract(su: USetup, model, target: str, action: str) -> Dict:
     lead = [next(j for j in range(len(order)) if j == i or (parents[j] == parents[i] and is_true(su.u.lead(order[j], x))))
             for i, x in enumerate(order)]
     paths = token_paths(list(parents), 2 if is_true(su.u.cfg.paged) else 1, lead)
-    cfg = _config(SimpleNamespace(ctx=SimpleNamespace(cfg=su.u.cfg)), model, 1, paths)
+    views = ranks or [(su.pre, su.post, su.params["dups"])]
+    cfg = _config(SimpleNamespace(ctx=SimpleNamespace(cfg=su.u.cfg)), model, len(views), paths)
     m = Model(cfg)
     idx = {str(x): i for i, x in enumerate(order)}
-    dups = tuple(i for i, x in enumerate(order)
-                 if z3.is_true(model.eval(su.params["dups"](x), model_completion=True)))
+    dups = [tuple(i for i, x in enumerate(order) if z3.is_true(model.eval(d(x), model_completion=True)))
+            for _pre, _post, d in views]
 
-    def state(view, with_dups):
-        rs = values_to_rank(read_rank(model, view, order))
-        return State(ranks=(rs._replace(dups=dups if with_dups else ()),), store=(0,))
+    def state(when, with_dups):
+        rs = [values_to_rank(read_rank(model, v[when], order)) for v in views]
+        return State(ranks=tuple(r._replace(dups=d if with_dups else ()) for r, d in zip(rs, dups)),
+                     store=(0,) * len(rs))
 
     params, choices = {}, {}
     for k, v in su.params.items():
@@ -206,10 +217,10 @@ def extract(su: USetup, model, target: str, action: str) -> Dict:
             choices[k] = z3.is_true(model.eval(v, model_completion=True))
     a = act(action, **params)
     return {
-        "target": target, "action": action, "pages": "any", "config": _config_dict(cfg), "ranks": 1,
+        "target": target, "action": action, "pages": "any", "config": _config_dict(cfg), "ranks": len(views),
         "forest": {"pages": len(order), "parent": list(parents)},
         "step": f"{a}" + (f" with {', '.join(f'{k}={v}' for k, v in choices.items())}" if choices else ""),
-        "pre": render_state(m, state(su.pre, True)), "post": render_state(m, state(su.post, True)),
+        "pre": render_state(m, state(0, True)), "post": render_state(m, state(1, True)),
         "explicit": {},
         **({"slots": {w: _slots(model, v, order, m) for w, v in (("pre", su.pre), ("post", su.post))}}
            if target == "slot_ownership" else {}),

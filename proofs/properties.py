@@ -233,10 +233,15 @@ def replica_same(ctx, a: RV, b: RV):
     return and_(*parts)
 
 
+def rank_excuse(ctx, s):
+    """When replicas may differ: halted, hung, one rank, or a digest check bound to fire."""
+    return or_(ne(s.halted, 0), ne(s.hung, 0), not_(s.space.multi), digest_check_will_fire(ctx, s))
+
+
 def rank_agreement(ctx, s):
     space = s.space
     r0 = s.rank(space.r0)
-    excused = or_(ne(s.halted, 0), ne(s.hung, 0), not_(space.multi), digest_check_will_fire(ctx, s))
+    excused = rank_excuse(ctx, s)
     return [Every(lambda h: or_(excused, replica_same(ctx, s.rank(h), r0)))]
 
 

@@ -1,0 +1,76 @@
+"""Where the proof audit spends its CPU: every job of `tiercheck prove --unbounded` run
+one after another in this process, with its CPU seconds.
+
+    python benchmarks/prove_profile.py                 # the table, costliest first
+    python benchmarks/prove_profile.py --write         # also regenerate proofs/audit_costs.py
+    python benchmarks/prove_profile.py --bounded       # the audit without --unbounded
+
+A job is one action's obligations in one case of the pre-state (bounded: ``agree`` or
+``diverged``, with the flags it fixes) or its page-sorted obligations (``unbounded``).
+``--write`` stores the figures that proofs/schedule.py orders the pool's jobs by
+(longest first); the figures change no result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+COSTS = Path(__file__).resolve().parent.parent / "proofs" / "audit_costs.py"
+
+
+def profile(unbounded: bool, pages: int):
+    from tiercheck.proofs.audit import _job, _jobs, _theorems
+    from tiercheck.proofs.obligations import ACTION_NAMES
+    from tiercheck.proofs.schedule import job_key
+
+    rows = []
+    t0 = time.process_time()
+    _theorems(None)
+    rows.append(("theorems", time.process_time() - t0, 0))
+    for job in _jobs(list(ACTION_NAMES), (), pages, unbounded):
+        action, kind, _v, _p, targets, fix = job
+        results, cpu = _job(job)
+        bad = [r for r in results if r.status != "proved"]
+        if bad:
+            raise SystemExit(f"{job_key(action, kind, fix)}: not proved: {[r.target for r in bad]}")
+        rows.append((job_key(action, kind, fix), cpu, len(targets)))
+    return rows
+
+
+def write_costs(rows) -> None:
+    lines = ['"""CPU seconds per audit job, measured by benchmarks/prove_profile.py --write (one',
+             "process, one job after another); proofs/schedule.py orders the pool's jobs by them.",
+             'Regenerate after moving obligations between jobs; a job missing here gets a default."""',
+             "", "COSTS = {"]
+    lines += [f"    {k!r}: {c:.2f}," for k, c, _n in sorted(rows, key=lambda r: r[0]) if k != "theorems"]
+    lines += ["}", ""]
+    COSTS.write_text("\n".join(lines))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--write", action="store_true", help="regenerate proofs/audit_costs.py")
+    p.add_argument("--bounded", action="store_true", help="the bounded audit (no --unbounded)")
+    p.add_argument("--pages", type=int, default=2)
+    p.add_argument("--top", type=int, default=25)
+    args = p.parse_args(argv)
+    load0 = os.getloadavg()[0]
+    rows = profile(not args.bounded, args.pages)
+    total = sum(c for _k, c, _n in rows)
+    print(f"{'job':58s} {'targets':>7s} {'cpu s':>7s} {'share':>6s}")
+    for k, c, n in sorted(rows, key=lambda r: -r[1])[:args.top]:
+        print(f"{k:58s} {n:7d} {c:7.2f} {100 * c / total:5.1f}%")
+    print(f"{len(rows)} jobs, {total:.1f} CPU-s in all; load average (1 min) {load0:.1f} at start, "
+          f"{os.getloadavg()[0]:.1f} at end")
+    if args.write:
+        write_costs(rows)
+        print(f"wrote {COSTS.relative_to(COSTS.parent.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
