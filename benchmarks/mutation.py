@@ -243,10 +243,23 @@ def torch_cuda() -> bool:
 
 
 def equivalents() -> set:
+    """Entries of the equivalents list: FILE:LINE, FILE:LINE:OPERATOR, or
+    FILE:LINE:OPERATOR => MUTATED LINE (one mutant of an operator that has several on
+    that line: the line as the mutant writes it, stripped)."""
     if not EQUIVALENT.exists():
         return set()
-    lines = (line.split("#")[0].strip() for line in EQUIVALENT.read_text().splitlines())
-    return {line for line in lines if line}
+    lines = (line.split("  #")[0].strip() for line in EQUIVALENT.read_text().splitlines())
+    return {" => ".join(part.strip() for part in line.split("=>", 1)) for line in lines if line and not line.startswith("#")}
+
+
+def mutated_line(diff: str | None) -> str:
+    """The line a mutant writes (the one added line of its diff), stripped; "" if none."""
+    added = [x[1:].strip() for x in (diff or "").splitlines() if x.startswith("+") and not x.startswith("+++")]
+    return added[0] if len(added) == 1 else ""
+
+
+def is_equivalent(eq: set, where: str, key: str, diff: str | None) -> bool:
+    return where in eq or key in eq or f"{key} => {mutated_line(diff)}" in eq
 
 
 COLUMNS = ("killed", "timed out", "survived", "not reached", "equivalent", "incompetent")
@@ -272,7 +285,7 @@ def tally(db_path: Path):
             where = f"{f}:{m.start_pos[0]}"
             key = f"{where}:{m.operator_name}"
             c = per_file.setdefault(f, Counter())
-            if key in eq or where in eq:
+            if is_equivalent(eq, where, key, result.diff):
                 c["equivalent"] += 1
             elif result.test_outcome == TestOutcome.SURVIVED:
                 c["not reached" if result.output == NOT_REACHED else "survived"] += 1

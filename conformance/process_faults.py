@@ -118,6 +118,11 @@ def slow_rank_start(tmp: str) -> str:
     return ""
 
 
+# The start timeout of the never-starting rank's group: rank 0 must start within it too,
+# which took over 2 s (fork, torch import, gloo setup) at load average 7 on 2 cores.
+NEVER_START_TIMEOUT = 10.0
+
+
 def rank_never_starts(tmp: str) -> str:
     """Rank 1 never finishes opening its store: the start check names it after the start
     timeout, and no rank process is left behind."""
@@ -125,10 +130,11 @@ def rank_never_starts(tmp: str) -> str:
 
     before = set(threading.enumerate())
     try:
-        _gloo("wt-storage-2r", StallingStorage(tmp, start_s=3600.0), start_timeout=2.0, collective_timeout=2.0)
+        _gloo("wt-storage-2r", StallingStorage(tmp, start_s=3600.0), start_timeout=NEVER_START_TIMEOUT,
+              collective_timeout=2.0)
         return "the group started with rank 1 stalled at start"
     except RemoteRankError as exc:
-        if str(exc) != "gloo rank 1 did not answer start within 2s":
+        if str(exc) != f"gloo rank 1 did not answer start within {NEVER_START_TIMEOUT:g}s":
             return f"a rank that never starts is not named: {exc}"
     # Its launcher thread ends once close() has killed the ranks.
     launchers = [t for t in set(threading.enumerate()) - before if t.name == gloo.LAUNCHER]

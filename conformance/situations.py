@@ -22,6 +22,7 @@ from tiercheck.spec.action import act
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
 from tiercheck.spec.state import HOST_RESIDENT
 from tiercheck.spec.model import Model
+from tiercheck.spec.write_path import insert_device_need
 
 from .runner import replay
 
@@ -97,12 +98,38 @@ def _unlock_idle(m, t):
     return act("unlock_request", req=next(r for r in range(len(m.pages.request_pages)) if r not in running))
 
 
+def _lane_short(m, t):
+    """An insert the spec disables although every rank's device pool has room for it:
+    a CP owner lane lacks room (None when there is none)."""
+    for req in range(len(m.pages.request_pages)):
+        a = act("insert", req=req)
+        if all(insert_device_need(m, rs, req) <= rs.dev_free for rs in t.ranks) and m.next_state(t, a) is None:
+            return a
+    return None
+
+
+def _lane_short_insert(m, s, a, t) -> bool:
+    return m.cfg.cp_lanes > 1 and _lane_short(m, t) is not None
+
+
+def _inserted(m, s, a, t) -> bool:
+    return a.name == "insert"
+
+
+def _load_no_node(m, t):
+    """load_back of a page where no node ends (the spec loads only evicted nodes): the
+    rank finds no node at that path and must refuse without moving."""
+    return act("load_back", node=next(e for e, n in enumerate(t.ranks[0].nodes) if n is None))
+
+
 SITUATIONS = (
     Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
               overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
     Situation("prefetch hit in one rank's store", "wt-prefetch-2r", ("store_loss",), _prefetch_one_store),
     Situation("lock a running request again", "request-locks-2r", (), _locked, _lock_again),
     Situation("unlock a request that is not running", "request-locks-2r", (), _locked, _unlock_idle),
+    Situation("insert short of a CP lane only", "cp-planner-lanes-2r", (), _lane_short_insert, _lane_short),
+    Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),
 )
 
 
