@@ -260,6 +260,7 @@ AUTO_STEPS = 40  # steps of one auto-mode walk
 # Auto mode with a prefetch read still running when check_prefetch_progress comes
 # (auto_mode.check_while_reading): one rank and two.
 READ_HELD_MODELS = ("wt-prefetch-1r", "wt-prefetch-2r")
+TIMER_MODELS = ("wt-prefetch-timeout-2r",)  # the auto mode's prefetch timer (conformance/auto_timer.py)
 
 
 def auto_units(walks: int):
@@ -285,6 +286,15 @@ def auto_units(walks: int):
                 print(f"auto mode {name}, check with the read held: {problems[0]}")
             return not problems
         out.append((f"auto read held {name}", run))
+    for name in TIMER_MODELS:
+        def run(cfg=model_file.load(name).config, name=name):
+            from tiercheck.conformance import auto_timer
+
+            problems = auto_timer.timer_while_reading(cfg)
+            if problems:
+                print(f"auto mode {name}, the prefetch timer with the read held: {problems[0]}")
+            return not problems
+        out.append((f"auto timer {name}", run))
     return out
 
 

@@ -22,6 +22,7 @@ from tiercheck.spec.action import act
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
 from tiercheck.spec.state import HOST_RESIDENT
 from tiercheck.spec.model import Model
+from tiercheck.spec.prefetch_end import revokes_ready
 from tiercheck.spec.write_path import insert_device_need
 
 from .runner import replay
@@ -122,6 +123,12 @@ def _load_no_node(m, t):
     return act("load_back", node=next(e for e, n in enumerate(t.ranks[0].nodes) if n is None))
 
 
+def _retired_anchored(m, s, a, t) -> bool:
+    """A drain round retires a revoked prefetch that hangs below an anchor node (it must
+    drop the anchor's host reference and free the prefetch's host slots)."""
+    return a.name == "drain_storage_control_queues" and any(s.ranks[0].pq[i][1] >= 0 for i in revokes_ready(m, s))
+
+
 SITUATIONS = (
     Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
               overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
@@ -130,6 +137,8 @@ SITUATIONS = (
     Situation("unlock a request that is not running", "request-locks-2r", (), _locked, _unlock_idle),
     Situation("insert short of a CP lane only", "cp-planner-lanes-2r", (), _lane_short_insert, _lane_short),
     Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),
+    Situation("a revoked prefetch with an anchor retired", "wt-prefetch-revoke-1r", (), _retired_anchored,
+              overrides=(("requests", ((1,), (1, 2), (3,))),)),
 )
 
 

@@ -1,0 +1,46 @@
+"""The auto mode's prefetch timer on a set clock (tiercheck.conformance.auto_timer): the
+reference keeps the prefetch going at the limit and terminates it just past it, as the
+spec does; a rank whose timer is off by any amount is caught."""
+
+from __future__ import annotations
+
+import pytest
+
+from tiercheck.conformance import auto_timer
+from tiercheck.impl.hicache.prefetch import Prefetch
+from tiercheck.models import model_file
+
+
+def _cfg():
+    return model_file.load("wt-prefetch-timeout-2r").config
+
+
+@pytest.mark.parametrize("start,limit", [(64.0, 1.00048828125), (64.0, 0.1), (1e9, 1.0 + 3 * 0.25 / 1024)])
+def test_the_instants_straddle_the_limit_as_the_rank_computes_it(start, limit):
+    at, past = auto_timer.instants(start, limit)
+    assert at - start <= limit < past - start
+    assert past > at
+
+
+def test_the_reference_agrees_at_and_past_the_limit():
+    assert auto_timer.timer_while_reading(_cfg()) == []
+
+
+def test_a_timer_that_fires_early_is_caught(monkeypatch):
+    monkeypatch.setattr(Prefetch, "_can_terminate", lambda self, op, finished: True)
+    problems = auto_timer.timer_while_reading(_cfg())
+    assert problems and "at the timer's limit" in problems[0]
+
+
+def test_a_timer_that_never_fires_is_caught(monkeypatch):
+    monkeypatch.setattr(Prefetch, "_can_terminate", lambda self, op, finished: finished and not op.terminated)
+    problems = auto_timer.timer_while_reading(_cfg())
+    assert problems and "past the timer's limit" in problems[0]
+
+
+def test_the_rank_clock_is_restored():
+    from tiercheck.impl.hicache import prefetch
+
+    before = prefetch.time
+    auto_timer.timer_while_reading(_cfg())
+    assert prefetch.time is before
