@@ -8,8 +8,9 @@ the auto mode never see it fire: every read has finished before the next step. H
 read is held in the store, and the rank's clock (the ``time`` the prefetch module reads)
 is one this check sets, so the verdict does not depend on the machine's speed:
 
-  - at the last instant that is not past the limit, ``check_prefetch_progress`` must keep
-    the prefetch going (in the spec a stuttering step: no rank can terminate);
+  - at the prefetch's start and at the last instant that is not past the limit,
+    ``check_prefetch_progress`` must keep the prefetch going (in the spec a stuttering
+    step: no rank can terminate);
   - at the first instant past it, the check must terminate the prefetch with nothing
     usable, as the spec does once every rank's timer fired (``prefetch_timeout`` on each
     rank, then the check): the read is released only when a rank waits for it, after the
@@ -28,7 +29,9 @@ from tiercheck.spec.model import Model
 from .auto_mode import AutoDriver, _compare, flush_and_compare, hold_reads, settle, walk_to_prefetch
 from .reference import ReferenceDriver
 
-START = 64.0  # the clock at the prefetch's start (not 0: a timer that adds the start would show)
+# The clock at the prefetch's start: not 0 (a timer that adds the start would show), and
+# below half the limit (one that takes the clock modulo the start would show).
+START = 0.25
 HOLD_LIMIT = 60.0  # seconds a held read waits to be released before it goes on anyway
 
 
@@ -80,12 +83,13 @@ def timer_while_reading(cfg) -> list:
         rcfg = driver.group.ranks[0].cfg
         pages = s.ranks[0].pq[check["op"]][3]
         at, past = instants(START, rcfg.prefetch_timeout_base + pages * rcfg.prefetch_timeout_per_page)
-        clock.now = at
-        ReferenceDriver.apply(driver, check)
-        s = model.next_state(s, check)  # no rank can terminate: a stuttering step
-        problems = _compare(driver, s, f"{check} at the timer's limit, the read held")
-        if problems or release.is_set():
-            return problems or [f"{check} at the timer's limit waited for the read"]
+        for now, when in ((START, "at the prefetch's start"), (at, "at the timer's limit")):
+            clock.now = now
+            ReferenceDriver.apply(driver, check)
+            s = model.next_state(s, check)  # no rank can terminate: a stuttering step
+            problems = _compare(driver, s, f"{check} {when}, the read held")
+            if problems or release.is_set():
+                return problems or [f"{check} {when} waited for the read"]
         clock.now = past
         for a in [x for x in model.actions(s) if x.name == "prefetch_timeout" and x["op"] == check["op"]]:
             s = model.next_state(s, a)  # every rank's timer fires

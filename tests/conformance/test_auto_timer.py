@@ -15,7 +15,7 @@ def _cfg():
     return model_file.load("wt-prefetch-timeout-2r").config
 
 
-@pytest.mark.parametrize("start,limit", [(64.0, 1.00048828125), (64.0, 0.1), (1e9, 1.0 + 3 * 0.25 / 1024)])
+@pytest.mark.parametrize("start,limit", [(0.25, 1.00048828125), (64.0, 0.1), (1e9, 1.0 + 3 * 0.25 / 1024)])
 def test_the_instants_straddle_the_limit_as_the_rank_computes_it(start, limit):
     at, past = auto_timer.instants(start, limit)
     assert at - start <= limit < past - start
@@ -29,7 +29,7 @@ def test_the_reference_agrees_at_and_past_the_limit():
 def test_a_timer_that_fires_early_is_caught(monkeypatch):
     monkeypatch.setattr(Prefetch, "_can_terminate", lambda self, op, finished: True)
     problems = auto_timer.timer_while_reading(_cfg())
-    assert problems and "at the timer's limit" in problems[0]
+    assert problems and "at the prefetch's start" in problems[0]
 
 
 def test_a_timer_that_never_fires_is_caught(monkeypatch):
@@ -44,3 +44,15 @@ def test_the_rank_clock_is_restored():
     before = prefetch.time
     auto_timer.timer_while_reading(_cfg())
     assert prefetch.time is before
+
+
+def test_a_timer_that_fires_at_the_limit_is_caught(monkeypatch):
+    from tiercheck.impl.hicache import prefetch
+
+    def at_or_past(self, op, finished):
+        limit = self.cfg.prefetch_timeout_base + len(op.pages) * self.cfg.prefetch_timeout_per_page
+        return finished or prefetch.time.monotonic() - op.start >= limit
+
+    monkeypatch.setattr(Prefetch, "_can_terminate", at_or_past)
+    problems = auto_timer.timer_while_reading(_cfg())
+    assert problems and "at the timer's limit" in problems[0]
