@@ -295,6 +295,15 @@ def auto_units(walks: int):
                 print(f"auto mode {name}, the prefetch timer with the read held: {problems[0]}")
             return not problems
         out.append((f"auto timer {name}", run))
+
+        def manual(cfg=model_file.load(name).config, name=name):
+            from tiercheck.conformance import auto_timer
+
+            problem = auto_timer.manual_ignores_clock(cfg)
+            if problem:
+                print(f"manual mode {name}, the clock past the prefetch timer's limit: {problem}")
+            return not problem
+        out.append((f"manual timer {name}", manual))
     return out
 
 

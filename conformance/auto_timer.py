@@ -105,3 +105,43 @@ def timer_while_reading(cfg) -> list:
         release.set()
         prefetch_module.time = saved
         driver.close()
+
+
+class JumpClock:
+    """A clock that reads ``start`` ``reads`` times (each rank's prefetch start), then
+    ``start + jump``."""
+
+    def __init__(self, start: float, jump: float, reads: int) -> None:
+        self.start, self.jump, self.left = start, jump, reads
+
+    def monotonic(self) -> float:
+        self.left -= 1
+        return self.start if self.left >= 0 else self.start + self.jump
+
+
+def manual_ignores_clock(cfg, jump: float = 3600.0) -> str:
+    """Manual mode (every other conformance run): only the driver's ``prefetch_timeout``
+    step fires the timer, never the rank's clock. The shortest spec trace to a prefetch
+    start, then ``check_prefetch_progress`` with the clock ``jump`` seconds past the
+    start: the spec keeps the prefetch going (no timer fired, no read finished), and so
+    must the rank. "" when the implementation agrees, else the disagreement."""
+    from .adapters import driver_factory
+    from .runner import replay
+    from .situations import first_path
+
+    model = Model(cfg)
+    path = first_path(model, lambda s, a, t: a.name == "prefetch_from_storage" and t.ranks[0].pq)
+    if path is None:
+        return "no trace of the model starts a prefetch"
+    t = model.init_states()[0]
+    for a in path:
+        t = model.next_state(t, a)
+    path.append(next(a for a in model.actions(t) if a.name == "check_prefetch_progress"))
+    saved, prefetch_module.time = prefetch_module.time, JumpClock(START, jump, cfg.ranks)
+    driver = driver_factory("reference", cfg)()
+    try:
+        mm = replay(driver, path).mismatch
+    finally:
+        prefetch_module.time = saved
+        driver.close()
+    return "" if mm is None else f"{mm.kind} at step {mm.step} of {len(path)}: {mm.message}"

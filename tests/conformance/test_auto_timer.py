@@ -56,3 +56,21 @@ def test_a_timer_that_fires_at_the_limit_is_caught(monkeypatch):
     monkeypatch.setattr(Prefetch, "_can_terminate", at_or_past)
     problems = auto_timer.timer_while_reading(_cfg())
     assert problems and "at the timer's limit" in problems[0]
+
+
+def test_manual_mode_ignores_the_clock_and_a_rank_that_reads_it_is_caught(monkeypatch):
+    from tiercheck.impl.hicache import prefetch
+
+    assert auto_timer.manual_ignores_clock(_cfg()) == ""
+
+    def wall_timer(self, op, finished):
+        limit = self.cfg.prefetch_timeout_base + len(op.pages) * self.cfg.prefetch_timeout_per_page
+        return finished or op.timed_out or prefetch.time.monotonic() - op.start > limit
+
+    monkeypatch.setattr(Prefetch, "_can_terminate", wall_timer)
+    assert "state at step" in auto_timer.manual_ignores_clock(_cfg())
+
+
+def test_the_jump_clock_reads_the_start_once_per_rank():
+    clock = auto_timer.JumpClock(0.25, 10.0, 2)
+    assert [clock.monotonic() for _ in range(4)] == [0.25, 0.25, 10.25, 10.25]
