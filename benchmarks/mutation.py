@@ -136,9 +136,20 @@ def annotation_spans(path: Path) -> list:
     return spans
 
 
+# Operators whose mutants may not compile: a `*` replaced (cosmic-ray also mutates the
+# bare `*` of a keyword-only signature) and a unary operator replaced (`** -1` ->
+# `** not 1`); the others swap one operator, number or keyword for another of the same
+# kind. Checking only these (mutating a module with parso takes ~0.1 s a mutant, ~8
+# CPU-minutes for all) classifies a session in seconds; a mutant that still did not
+# compile would come back from cosmic-ray as incompetent, in the report.
+MAY_NOT_COMPILE = ("core/ReplaceBinaryOperator_Mul_", "core/ReplaceUnaryOperator_")
+
+
 def compiles(m) -> bool:
     """Whether the mutant is Python at all (cosmic-ray also mutates the bare ``*`` of a
     keyword-only signature into ``&``, ``-``, ...)."""
+    if not m.operator_name.startswith(MAY_NOT_COMPILE):
+        return True
     op = get_operator(m.operator_name)(**(getattr(m, "operator_args", None) or {}))
     code = mutate_code((ROOT / m.module_path).read_text(), op, m.occurrence)
     with warnings.catch_warnings():
