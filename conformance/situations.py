@@ -22,6 +22,8 @@ from tiercheck.spec.action import act
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
 from tiercheck.spec.state import HOST_RESIDENT
 from tiercheck.spec.model import Model
+from tiercheck.spec.prefetch import _anchor as prefetch_anchor
+from tiercheck.spec.prefetch import _held_from as held_from
 from tiercheck.spec.prefetch_end import revokes_ready
 from tiercheck.spec.write_path import insert_device_need
 
@@ -129,6 +131,28 @@ def _retired_anchored(m, s, a, t) -> bool:
     return a.name == "drain_storage_control_queues" and any(s.ranks[0].pq[i][1] >= 0 for i in revokes_ready(m, s))
 
 
+def _fetchable(m, t):
+    """A request whose first missing page the store holds, below an anchor a prefetch
+    could hang from, with host room for the rest of it (None when there is none)."""
+    for req in range(len(m.pages.request_pages)):
+        anchor, path = prefetch_anchor(m, t.ranks[0], req), m.pages.request_pages[req]
+        if (anchor is not None and held_from(m, t, 0, path, anchor[0])
+                and t.ranks[0].host_free >= len(path) - anchor[0]):
+            return req
+    return None
+
+
+def _store_hit(m, s, a, t) -> bool:
+    """Storage without prefetch: a request could be prefetched, were prefetch on."""
+    return not m.cfg.prefetch and _fetchable(m, t) is not None
+
+
+def _prefetch_off(m, t):
+    """prefetch_from_storage in a model without prefetch (not an action of the model):
+    the rank must not start one."""
+    return act("prefetch_from_storage", req=_fetchable(m, t))
+
+
 SITUATIONS = (
     Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
               overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
@@ -139,6 +163,7 @@ SITUATIONS = (
     Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),
     Situation("a revoked prefetch with an anchor retired", "wt-prefetch-revoke-1r", (), _retired_anchored,
               overrides=(("requests", ((1,), (1, 2), (3,))),)),
+    Situation("a store hit with prefetch off", "wt-mirror-1r", (), _store_hit, _prefetch_off),
 )
 
 

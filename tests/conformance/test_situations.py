@@ -26,7 +26,8 @@ def test_the_shortest_trace_reaches_the_situation_and_the_reference_agrees(sit):
     goal = actions[len(actions) - len(probes) - 1]
     assert sit.goal(model, s, goal, model.next_state(s, goal))
     for i in probes:
-        assert model.next_state(model.next_state(s, goal), actions[i]) is None  # disabled: a probe
+        t = model.next_state(s, goal)
+        assert model.next_state(t, actions[i]) is None or actions[i] not in model.actions(t)  # disabled: a probe
     assert st.check(sit, _reference) == ""
 
 
