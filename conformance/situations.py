@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import replace
 from typing import Callable, NamedTuple, Optional
 
+from tiercheck.impl.hicache.metrics import DEVICE_EVICTED, DUP_RECLAIMED
 from tiercheck.models import model_file
 from tiercheck.spec.action import act
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
@@ -27,6 +28,7 @@ from tiercheck.spec.prefetch import _held_from as held_from
 from tiercheck.spec.prefetch_end import revokes_ready
 from tiercheck.spec.write_path import insert_device_need
 
+from .counters import rank_increments
 from .runner import replay
 
 SEARCH_LIMIT = 50_000  # spec states a search may visit
@@ -153,6 +155,23 @@ def _prefetch_off(m, t):
     return act("prefetch_from_storage", req=_fetchable(m, t))
 
 
+def _increments(m, s, a, t):
+    """Rank 0's counter increments (in pages) of the step from ``s`` to ``t``."""
+    return rank_increments(m, s.ranks[0], t.ranks[0], a, 0, list(zip(s.ranks, t.ranks)))
+
+
+def _reclaimed_two(m, s, a, t) -> bool:
+    """A step reclaims two pages of duplicate host copies (a two-page node: the counter
+    counts the node's pages times the page size)."""
+    return _increments(m, s, a, t)[DUP_RECLAIMED] >= 2
+
+
+def _insert_evicted(m, s, a, t) -> bool:
+    """An insert without device room evicts first (insert_evicts: the scheduler's
+    evict(num_tokens), in tokens: pages times the page size)."""
+    return a.name == "insert" and _increments(m, s, a, t)[DEVICE_EVICTED] >= 1
+
+
 SITUATIONS = (
     Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
               overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
@@ -164,6 +183,10 @@ SITUATIONS = (
     Situation("a revoked prefetch with an anchor retired", "wt-prefetch-revoke-1r", (), _retired_anchored,
               overrides=(("requests", ((1,), (1, 2), (3,))),)),
     Situation("a store hit with prefetch off", "wt-mirror-1r", (), _store_hit, _prefetch_off),
+    Situation("a two-page duplicate reclaimed", "wb-reclaim-1r", (), _reclaimed_two,
+              overrides=(("requests", ((1, 2), (1, 2, 3), (4,))),)),
+    Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
+              overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
 )
 
 
