@@ -156,9 +156,22 @@ def _runs(rs: RankState, req: int) -> bool:
     return any(r == req for r, _end in rs.running)
 
 
+def _local_return(before: State, after: State, action):
+    """What a one-rank step returns according to the spec (None: not checked): the pages
+    a prefetch read got, 1 for a timer that fired, 0 for a read that failed."""
+    name = action.name
+    if name == "prefetch_io":
+        return after.ranks[action["rank"]].pdone[action["op"]]
+    return {"prefetch_timeout": 1, "prefetch_read_fails": 0}.get(name)
+
+
 def returned_problems(model, before: State, after: State, action, got) -> list:
-    """Lines for every rank whose return value of a replicated or sync step disagrees with
-    the spec's state change (``got``: the group's per-rank results)."""
+    """Lines for every rank whose return value of a step disagrees with the spec's state
+    change (``got``: the group's per-rank results, or one rank's for a one-rank step)."""
+    if action.get("rank") is not None and not isinstance(got, (list, tuple)):
+        want = _local_return(before, after, action) if after != before else None
+        return [] if want is None or got == want else [
+            f"rank {action['rank']}: {action} returned {got!r}, the spec's state change says {want!r}"]
     if not isinstance(got, (list, tuple)) or len(got) != len(before.ranks):
         return []
     out = []

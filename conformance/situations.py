@@ -172,6 +172,13 @@ def _insert_evicted(m, s, a, t) -> bool:
     return a.name == "insert" and _increments(m, s, a, t)[DEVICE_EVICTED] >= 1
 
 
+def _named(name: str):
+    """A goal: a step of that action."""
+    def goal(m, s, a, t) -> bool:
+        return a.name == name
+    return goal
+
+
 SITUATIONS = (
     Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
               overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
@@ -187,6 +194,7 @@ SITUATIONS = (
               overrides=(("requests", ((1, 2), (1, 2, 3), (4,))),)),
     Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
               overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
+    Situation("a prefetch read fails", "wt-prefetch-fail-1r", (), _named("prefetch_read_fails")),
 )
 
 
