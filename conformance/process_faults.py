@@ -215,6 +215,26 @@ def close_with_a_read_in_flight() -> str:
     return f"close() left storage worker threads running: {left}" if left else ""
 
 
+def close_with_a_backup_queued() -> str:
+    """Manual mode: a storage backup is still queued (its write waits for the driver's
+    storage_backup_done) when the driver closes: close() must cancel it, never send it to
+    the store (a store that hangs on writes would otherwise hang close())."""
+    cfg = model_file.load("wt-storage-1r").config
+    trace = first_path(Model(cfg), lambda _s, _a, t: t.ranks[0].sq)  # a backup queued, not acked
+    driver = ReferenceDriver(cfg)
+    stores = []
+    try:
+        for a in trace:
+            driver.apply(a)
+        for rank in driver.group.ranks:  # the backup's write goes through it
+            rank.backup_worker.backend = FaultyBackend(rank.backup_worker.backend)
+            stores.append(rank.backup_worker.backend)
+    finally:
+        driver.close()
+    writes = sum(store.calls("put") for store in stores)
+    return f"the store got {writes} write(s) for a backup still queued at close()" if writes else ""
+
+
 def terminated_before_its_read() -> str:
     """Manual mode (reads run when the driver says): a prefetch terminated (best_effort)
     before its storage read ran gets nothing, as in the spec, and its read is cancelled,
@@ -263,5 +283,6 @@ def scenarios(tmp_dir):
         ("flush past its deadline", lambda: flush_past_its_deadline(tmp_dir())),
         ("corrupted store", corrupted_store),
         ("close with a read in flight", close_with_a_read_in_flight),
+        ("close with a backup queued", close_with_a_backup_queued),
         ("prefetch terminated before its read", terminated_before_its_read),
     ]
