@@ -210,6 +210,14 @@ def situation_units():
                 print(f"situation {sit.name}: {problem}")
             return not problem
         out.append((f"situation {sit.name}", run))
+    for sit in situations.TWIN_SITUATIONS:  # the bug on both sides: the twin replay
+        def twin(sit=sit):
+            cfg, actions, _probes = situations.trace(sit)
+            problem = _twin_departs(cfg, actions, next(iter(cfg.variants)))
+            if problem:
+                print(f"situation {sit.name}: the reference with the bug leaves the spec with it at {problem}")
+            return not problem
+        out.append((f"situation {sit.name}", twin))
     return out
 
 

@@ -28,7 +28,7 @@ from tiercheck.spec.prefetch import _held_from as held_from
 from tiercheck.spec.prefetch_end import revokes_ready
 from tiercheck.spec.write_path import insert_device_need
 
-from .counters import rank_increments
+from .counters import _page_state, rank_increments
 from .runner import replay
 
 SEARCH_LIMIT = 50_000  # spec states a search may visit
@@ -179,6 +179,15 @@ def _named(name: str):
     return goal
 
 
+def _diverged_insert(m, s, a, t) -> bool:
+    """An insert of a request whose pages the two replicas cache differently (they
+    diverged): the ranks would stage different nodes, so none does."""
+    if a.name != "insert" or t == s:
+        return False
+    return any(_page_state(s.ranks[0], p)[:2] != _page_state(s.ranks[1], p)[:2]
+               for p in m.pages.request_pages[a["req"]])
+
+
 SITUATIONS = (
     Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
               overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
@@ -195,6 +204,15 @@ SITUATIONS = (
     Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
               overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
     Situation("a prefetch read fails", "wt-prefetch-fail-1r", (), _named("prefetch_read_fails")),
+)
+
+# Situations only a catalogued bug leads to (a bug model's own variants): replayed with
+# the bug on both sides and only the refined states compared (the bug breaks a property
+# on both: benchmarks/mutation_suite.py's twin replay). Diverged replicas (lru-local-clock:
+# different host victims) and an insert of pages they cache differently: the write path
+# must refuse to stage what they disagree on, as the spec's write_backup does.
+TWIN_SITUATIONS = (
+    Situation("an insert the diverged replicas disagree on", "variants/lru-local-clock", (), _diverged_insert),
 )
 
 

@@ -47,3 +47,14 @@ def test_a_search_that_finds_nothing_says_so():
     sit = st.Situation("never", "wt-1r", (), lambda m, s, a, t: False)
     with pytest.raises(LookupError, match="no trace of wt-1r"):
         st.trace(sit)
+
+
+@pytest.mark.parametrize("sit", st.TWIN_SITUATIONS, ids=lambda s: s.name)
+def test_a_twin_situation_needs_its_bug_and_its_trace_reaches_it(sit):
+    cfg, actions, _probes = st.trace(sit)
+    assert cfg.variants  # replayed with the bug on both sides (benchmarks/mutation_suite.py)
+    model = Model(cfg)
+    s = model.init_states()[0]
+    for a in actions[:-1]:
+        s = model.next_state(s, a)
+    assert sit.goal(model, s, actions[-1], model.next_state(s, actions[-1]))
