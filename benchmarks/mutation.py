@@ -424,6 +424,7 @@ def rerun_survivors(db_path: Path, argv, select: Path, timeout: float, only=()) 
     old_sources = json.loads(map_path(db_path).read_text())["sources"]
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         items = {w.job_id: w for w in db.work_items}
+        diffs = {j: r.diff for j, r in db.results}  # kept: an equivalent entry may name the mutated line
         again = [j for j, r in db.results if r.worker_outcome != WorkerOutcome.SKIPPED and r.output != NOT_REACHED
                  and (r.test_outcome == TestOutcome.SURVIVED or r.output == "timeout"
                       or r.worker_outcome == WorkerOutcome.ABNORMAL)]
@@ -447,7 +448,8 @@ def rerun_survivors(db_path: Path, argv, select: Path, timeout: float, only=()) 
                     outcome, out = TestOutcome.KILLED, "timeout"
             print(f"{m.module_path}:{m.start_pos[0]}:{m.operator_name}: {out if out == 'timeout' else outcome}",
                   flush=True)
-            db.set_result(job_id, WorkResult(worker_outcome=WorkerOutcome.NORMAL, test_outcome=outcome, output=out))
+            db.set_result(job_id, WorkResult(worker_outcome=WorkerOutcome.NORMAL, test_outcome=outcome, output=out,
+                                             diff=diffs.get(job_id)))
 
 
 def main(argv=None) -> int:
