@@ -210,6 +210,14 @@ def situation_units():
                 print(f"situation {sit.name}: {problem}")
             return not problem
         out.append((f"situation {sit.name}", run))
+    for sit in situations.TWIN_SITUATIONS:  # the bug on both sides: the twin replay
+        def twin(sit=sit):
+            cfg, actions, _probes = situations.trace(sit)
+            problem = _twin_departs(cfg, actions, next(iter(cfg.variants)))
+            if problem:
+                print(f"situation {sit.name}: the reference with the bug leaves the spec with it at {problem}")
+            return not problem
+        out.append((f"situation {sit.name}", twin))
     return out
 
 
@@ -260,6 +268,7 @@ AUTO_STEPS = 40  # steps of one auto-mode walk
 # Auto mode with a prefetch read still running when check_prefetch_progress comes
 # (auto_mode.check_while_reading): one rank and two.
 READ_HELD_MODELS = ("wt-prefetch-1r", "wt-prefetch-2r")
+TIMER_MODELS = ("wt-prefetch-timeout-2r",)  # the auto mode's prefetch timer (conformance/auto_timer.py)
 
 
 def auto_units(walks: int):
@@ -285,6 +294,24 @@ def auto_units(walks: int):
                 print(f"auto mode {name}, check with the read held: {problems[0]}")
             return not problems
         out.append((f"auto read held {name}", run))
+    for name in TIMER_MODELS:
+        def run(cfg=model_file.load(name).config, name=name):
+            from tiercheck.conformance import auto_timer
+
+            problems = auto_timer.timer_while_reading(cfg)
+            if problems:
+                print(f"auto mode {name}, the prefetch timer with the read held: {problems[0]}")
+            return not problems
+        out.append((f"auto timer {name}", run))
+
+        def manual(cfg=model_file.load(name).config, name=name):
+            from tiercheck.conformance import auto_timer
+
+            problem = auto_timer.manual_ignores_clock(cfg)
+            if problem:
+                print(f"manual mode {name}, the clock past the prefetch timer's limit: {problem}")
+            return not problem
+        out.append((f"manual timer {name}", manual))
     return out
 
 

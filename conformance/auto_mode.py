@@ -173,6 +173,34 @@ def successors(model, s, separate: bool = False):
         yield a, settle(model, tick(model, s, separate) if a == TICK else model.next_state(s, a))
 
 
+def walk_to_prefetch(model, driver):
+    """Replay on ``driver`` the shortest walk to a prefetch start, all but its last step:
+    (spec state, the start action, disagreements); the start is None when no walk starts one."""
+    from .situations import first_path
+
+    path = first_path(model, lambda s, a, t: a.name == "prefetch_from_storage" and t.ranks[0].pq,
+                      successors=lambda s: successors(model, s))
+    s = model.init_states()[0]
+    if path is None:
+        return s, None, ["no walk of the model starts a prefetch"]
+    for i, a in enumerate(path[:-1]):
+        s = settle(model, tick(model, s, driver.separate_rounds) if a == TICK else model.next_state(s, a))
+        driver.apply(a)
+        problems = _compare(driver, s, f"step {i + 1} ({a.name} {dict(a.params)})")
+        if problems:
+            return s, path[-1], problems
+    return s, path[-1], []
+
+
+def hold_reads(driver, fn) -> None:
+    """Each rank's prefetch worker runs ``fn()`` before its next store read."""
+    from tiercheck.impl.storage import FaultyBackend
+
+    for rank in driver.group.ranks:
+        rank.prefetch_worker.backend = FaultyBackend(rank.prefetch_worker.backend)
+        rank.prefetch_worker.backend.on_call("get", 1, fn)
+
+
 def check_while_reading(cfg) -> list:
     """check_prefetch_progress while the prefetch's storage read is still running (the
     store holds it READ_HOLD seconds): under best_effort the prefetch is terminated with
@@ -182,34 +210,19 @@ def check_while_reading(cfg) -> list:
     rest of the state and a final flush, agree with the spec. The trace to the prefetch is
     the shortest walk (breadth-first over ``successors``); the disagreements ([] when
     none)."""
-    from tiercheck.impl.storage import FaultyBackend
-
-    from .situations import first_path
-
     model = Model(cfg)
-    path = first_path(model, lambda s, a, t: a.name == "prefetch_from_storage" and t.ranks[0].pq,
-                      successors=lambda s: successors(model, s))
-    if path is None:
-        return ["no walk of the model starts a prefetch"]
     driver = AutoDriver(cfg)
     try:
-        s = model.init_states()[0]
-        for i, a in enumerate(path[:-1]):
-            s = settle(model, tick(model, s, driver.separate_rounds) if a == TICK else model.next_state(s, a))
-            driver.apply(a)
-            problems = _compare(driver, s, f"step {i + 1} ({a.name} {dict(a.params)})")
-            if problems:
-                return problems
+        s, start, problems = walk_to_prefetch(model, driver)
+        if problems:
+            return problems
         held = {}
 
         def hold():
             held["from"] = time.monotonic()
             time.sleep(READ_HOLD)
 
-        for rank in driver.group.ranks:  # the prefetch worker's next read sleeps first
-            rank.prefetch_worker.backend = FaultyBackend(rank.prefetch_worker.backend)
-            rank.prefetch_worker.backend.on_call("get", 1, hold)
-        start = path[-1]
+        hold_reads(driver, hold)
         s = model.next_state(s, start)  # the read is in flight: no settle
         ReferenceDriver.apply(driver, start)
         check = next(a for a in model.actions(s) if a.name == "check_prefetch_progress")
@@ -238,11 +251,17 @@ def check_while_reading(cfg) -> list:
         problems = _compare(driver, s, f"{', '.join(str(a) for a in steps)} with the read held")
         if problems:
             return problems
-        for k in range(64):  # then scheduler iterations until nothing is in flight, as a walk ends
-            if k and not busy(s):
-                break
-            s = settle(model, tick(model, s, driver.separate_rounds))
-        driver.flush()
-        return _compare(driver, s, "flush")
+        return flush_and_compare(model, driver, s)
     finally:
         driver.close()
+
+
+def flush_and_compare(model, driver, s) -> list:
+    """The implementation's flush against the spec's scheduler iterations until nothing is
+    in flight (as a walk ends, without mirror release); the disagreements."""
+    for k in range(64):
+        if k and not busy(s):
+            break
+        s = settle(model, tick(model, s, driver.separate_rounds))
+    driver.flush()
+    return _compare(driver, s, "flush")

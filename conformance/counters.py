@@ -20,6 +20,7 @@ from tiercheck.impl.hicache.metrics import (BACKUPED, DEVICE_EVICTED, DUP_RECLAI
                                              HOST_USED, HOST_WRITE, LOAD_BACK, MIRROR_RELEASED, PLAN_MISMATCH,
                                              PREFETCH_COMPLETED, PREFETCH_ORPHANED, PREFETCHED,
                                              STORAGE_FAILED_PAGES, WRITE_REJECTED)
+from tiercheck.spec.request_locks import device_match
 from tiercheck.spec.state import RankState, State
 from tiercheck.spec.storage_path import SKIP
 
@@ -171,14 +172,38 @@ def _per_rank_returns(model, before: State, after: State, action) -> list:
             out.append(len(b.lq) - len(a.lq))
         elif name == "drain_storage_control_queues":
             out.append((len(b.sq) - len(a.sq), len(b.relq) - len(a.relq)))
+        elif name in ("lock_request", "unlock_request"):
+            req = action["req"]
+            started = _runs(a, req) and not _runs(b, req)
+            if name == "lock_request":  # the pages of the device prefix it locked (0: refused)
+                out.append(device_match(model, b, req) if started else 0)
+            else:  # whether the request was running (and now is not)
+                out.append(_runs(b, req) and not _runs(a, req))
         else:
             out.append(None)
     return out
 
 
+def _runs(rs: RankState, req: int) -> bool:
+    return any(r == req for r, _end in rs.running)
+
+
+def _local_return(before: State, after: State, action):
+    """What a one-rank step returns according to the spec (None: not checked): the pages
+    a prefetch read got, 1 for a timer that fired, 0 for a read that failed."""
+    name = action.name
+    if name == "prefetch_io":
+        return after.ranks[action["rank"]].pdone[action["op"]]
+    return {"prefetch_timeout": 1, "prefetch_read_fails": 0}.get(name)
+
+
 def returned_problems(model, before: State, after: State, action, got) -> list:
-    """Lines for every rank whose return value of a replicated or sync step disagrees with
-    the spec's state change (``got``: the group's per-rank results)."""
+    """Lines for every rank whose return value of a step disagrees with the spec's state
+    change (``got``: the group's per-rank results, or one rank's for a one-rank step)."""
+    if action.get("rank") is not None and not isinstance(got, (list, tuple)):
+        want = _local_return(before, after, action) if after != before else None
+        return [] if want is None or got == want else [
+            f"rank {action['rank']}: {action} returned {got!r}, the spec's state change says {want!r}"]
     if not isinstance(got, (list, tuple)) or len(got) != len(before.ranks):
         return []
     out = []

@@ -165,6 +165,8 @@ def replay_past(driver, actions, known=(), expect_disabled=(), z3_check=None) ->
         if checks.dead:
             return Outcome(i, None, states, checks.passed)
         t = model.next_state(s, a)
+        if t is not None and i in expect_disabled and a not in model.actions(s):
+            t = None  # a probe outside the model's actions (its option off) is disabled too
         if t is None:
             if checks.known and i not in expect_disabled:
                 return Outcome(i, None, states, checks.passed, unreached=True)

@@ -118,6 +118,11 @@ def slow_rank_start(tmp: str) -> str:
     return ""
 
 
+# The start timeout of the never-starting rank's group: rank 0 must start within it too,
+# which took over 2 s (fork, torch import, gloo setup) at load average 7 on 2 cores.
+NEVER_START_TIMEOUT = 10.0
+
+
 def rank_never_starts(tmp: str) -> str:
     """Rank 1 never finishes opening its store: the start check names it after the start
     timeout, and no rank process is left behind."""
@@ -125,10 +130,11 @@ def rank_never_starts(tmp: str) -> str:
 
     before = set(threading.enumerate())
     try:
-        _gloo("wt-storage-2r", StallingStorage(tmp, start_s=3600.0), start_timeout=2.0, collective_timeout=2.0)
+        _gloo("wt-storage-2r", StallingStorage(tmp, start_s=3600.0), start_timeout=NEVER_START_TIMEOUT,
+              collective_timeout=2.0)
         return "the group started with rank 1 stalled at start"
     except RemoteRankError as exc:
-        if str(exc) != "gloo rank 1 did not answer start within 2s":
+        if str(exc) != f"gloo rank 1 did not answer start within {NEVER_START_TIMEOUT:g}s":
             return f"a rank that never starts is not named: {exc}"
     # Its launcher thread ends once close() has killed the ranks.
     launchers = [t for t in set(threading.enumerate()) - before if t.name == gloo.LAUNCHER]
@@ -209,6 +215,26 @@ def close_with_a_read_in_flight() -> str:
     return f"close() left storage worker threads running: {left}" if left else ""
 
 
+def close_with_a_backup_queued() -> str:
+    """Manual mode: a storage backup is still queued (its write waits for the driver's
+    storage_backup_done) when the driver closes: close() must cancel it, never send it to
+    the store (a store that hangs on writes would otherwise hang close())."""
+    cfg = model_file.load("wt-storage-1r").config
+    trace = first_path(Model(cfg), lambda _s, _a, t: t.ranks[0].sq)  # a backup queued, not acked
+    driver = ReferenceDriver(cfg)
+    stores = []
+    try:
+        for a in trace:
+            driver.apply(a)
+        for rank in driver.group.ranks:  # the backup's write goes through it
+            rank.backup_worker.backend = FaultyBackend(rank.backup_worker.backend)
+            stores.append(rank.backup_worker.backend)
+    finally:
+        driver.close()
+    writes = sum(store.calls("put") for store in stores)
+    return f"the store got {writes} write(s) for a backup still queued at close()" if writes else ""
+
+
 def terminated_before_its_read() -> str:
     """Manual mode (reads run when the driver says): a prefetch terminated (best_effort)
     before its storage read ran gets nothing, as in the spec, and its read is cancelled,
@@ -257,5 +283,6 @@ def scenarios(tmp_dir):
         ("flush past its deadline", lambda: flush_past_its_deadline(tmp_dir())),
         ("corrupted store", corrupted_store),
         ("close with a read in flight", close_with_a_read_in_flight),
+        ("close with a backup queued", close_with_a_backup_queued),
         ("prefetch terminated before its read", terminated_before_its_read),
     ]

@@ -17,12 +17,18 @@ from collections import deque
 from dataclasses import replace
 from typing import Callable, NamedTuple, Optional
 
+from tiercheck.impl.hicache.metrics import DEVICE_EVICTED, DUP_RECLAIMED
 from tiercheck.models import model_file
 from tiercheck.spec.action import act
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
 from tiercheck.spec.state import HOST_RESIDENT
 from tiercheck.spec.model import Model
+from tiercheck.spec.prefetch import _anchor as prefetch_anchor
+from tiercheck.spec.prefetch import _held_from as held_from
+from tiercheck.spec.prefetch_end import revokes_ready
+from tiercheck.spec.write_path import insert_device_need
 
+from .counters import _page_state, rank_increments
 from .runner import replay
 
 SEARCH_LIMIT = 50_000  # spec states a search may visit
@@ -97,12 +103,116 @@ def _unlock_idle(m, t):
     return act("unlock_request", req=next(r for r in range(len(m.pages.request_pages)) if r not in running))
 
 
+def _lane_short(m, t):
+    """An insert the spec disables although every rank's device pool has room for it:
+    a CP owner lane lacks room (None when there is none)."""
+    for req in range(len(m.pages.request_pages)):
+        a = act("insert", req=req)
+        if all(insert_device_need(m, rs, req) <= rs.dev_free for rs in t.ranks) and m.next_state(t, a) is None:
+            return a
+    return None
+
+
+def _lane_short_insert(m, s, a, t) -> bool:
+    return m.cfg.cp_lanes > 1 and _lane_short(m, t) is not None
+
+
+def _inserted(m, s, a, t) -> bool:
+    return a.name == "insert"
+
+
+def _load_no_node(m, t):
+    """load_back of a page where no node ends (the spec loads only evicted nodes): the
+    rank finds no node at that path and must refuse without moving."""
+    return act("load_back", node=next(e for e, n in enumerate(t.ranks[0].nodes) if n is None))
+
+
+def _retired_anchored(m, s, a, t) -> bool:
+    """A drain round retires a revoked prefetch that hangs below an anchor node (it must
+    drop the anchor's host reference and free the prefetch's host slots)."""
+    return a.name == "drain_storage_control_queues" and any(s.ranks[0].pq[i][1] >= 0 for i in revokes_ready(m, s))
+
+
+def _fetchable(m, t):
+    """A request whose first missing page the store holds, below an anchor a prefetch
+    could hang from, with host room for the rest of it (None when there is none)."""
+    for req in range(len(m.pages.request_pages)):
+        anchor, path = prefetch_anchor(m, t.ranks[0], req), m.pages.request_pages[req]
+        if (anchor is not None and held_from(m, t, 0, path, anchor[0])
+                and t.ranks[0].host_free >= len(path) - anchor[0]):
+            return req
+    return None
+
+
+def _store_hit(m, s, a, t) -> bool:
+    """Storage without prefetch: a request could be prefetched, were prefetch on."""
+    return not m.cfg.prefetch and _fetchable(m, t) is not None
+
+
+def _prefetch_off(m, t):
+    """prefetch_from_storage in a model without prefetch (not an action of the model):
+    the rank must not start one."""
+    return act("prefetch_from_storage", req=_fetchable(m, t))
+
+
+def _increments(m, s, a, t):
+    """Rank 0's counter increments (in pages) of the step from ``s`` to ``t``."""
+    return rank_increments(m, s.ranks[0], t.ranks[0], a, 0, list(zip(s.ranks, t.ranks)))
+
+
+def _reclaimed_two(m, s, a, t) -> bool:
+    """A step reclaims two pages of duplicate host copies (a two-page node: the counter
+    counts the node's pages times the page size)."""
+    return _increments(m, s, a, t)[DUP_RECLAIMED] >= 2
+
+
+def _insert_evicted(m, s, a, t) -> bool:
+    """An insert without device room evicts first (insert_evicts: the scheduler's
+    evict(num_tokens), in tokens: pages times the page size)."""
+    return a.name == "insert" and _increments(m, s, a, t)[DEVICE_EVICTED] >= 1
+
+
+def _named(name: str):
+    """A goal: a step of that action."""
+    def goal(m, s, a, t) -> bool:
+        return a.name == name
+    return goal
+
+
+def _diverged_insert(m, s, a, t) -> bool:
+    """An insert of a request whose pages the two replicas cache differently (they
+    diverged): the ranks would stage different nodes, so none does."""
+    if a.name != "insert" or t == s:
+        return False
+    return any(_page_state(s.ranks[0], p)[:2] != _page_state(s.ranks[1], p)[:2]
+               for p in m.pages.request_pages[a["req"]])
+
+
 SITUATIONS = (
     Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
               overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
     Situation("prefetch hit in one rank's store", "wt-prefetch-2r", ("store_loss",), _prefetch_one_store),
     Situation("lock a running request again", "request-locks-2r", (), _locked, _lock_again),
     Situation("unlock a request that is not running", "request-locks-2r", (), _locked, _unlock_idle),
+    Situation("insert short of a CP lane only", "cp-planner-lanes-2r", (), _lane_short_insert, _lane_short),
+    Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),
+    Situation("a revoked prefetch with an anchor retired", "wt-prefetch-revoke-1r", (), _retired_anchored,
+              overrides=(("requests", ((1,), (1, 2), (3,))),)),
+    Situation("a store hit with prefetch off", "wt-mirror-1r", (), _store_hit, _prefetch_off),
+    Situation("a two-page duplicate reclaimed", "wb-reclaim-1r", (), _reclaimed_two,
+              overrides=(("requests", ((1, 2), (1, 2, 3), (4,))),)),
+    Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
+              overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
+    Situation("a prefetch read fails", "wt-prefetch-fail-1r", (), _named("prefetch_read_fails")),
+)
+
+# Situations only a catalogued bug leads to (a bug model's own variants): replayed with
+# the bug on both sides and only the refined states compared (the bug breaks a property
+# on both: benchmarks/mutation_suite.py's twin replay). Diverged replicas (lru-local-clock:
+# different host victims) and an insert of pages they cache differently: the write path
+# must refuse to stage what they disagree on, as the spec's write_backup does.
+TWIN_SITUATIONS = (
+    Situation("an insert the diverged replicas disagree on", "variants/lru-local-clock", (), _diverged_insert),
 )
 
 

@@ -255,10 +255,12 @@ def _diff_rank(a: dict, b: dict) -> List[str]:
                 changed.insert(0, f"pages {','.join(x['pages'])}->{','.join(y['pages'])}")
             if changed:
                 out.append(f"node {name}: {'; '.join(changed)}")
-    for key in a:
-        if key == "nodes" or a[key] == b[key]:
+    for key in list(a) + [k for k in b if k not in a]:  # a field left out when empty is on one side only
+        if key == "nodes" or a.get(key) == b.get(key):
             continue
-        if isinstance(a[key], dict) and "#set" in a[key]:
+        if key not in a or key not in b:
+            out.append(f"{key} {_brief(a.get(key, 'absent'))} -> {_brief(b.get(key, 'absent'))}")
+        elif isinstance(a[key], dict) and "#set" in a[key]:
             added = sorted(set(b[key]["#set"]) - set(a[key]["#set"]))
             gone = sorted(set(a[key]["#set"]) - set(b[key]["#set"]))
             parts = ([f"+{', +'.join(map(str, added))}"] if added else []) + (

@@ -69,10 +69,6 @@ class RadixTree:
     def node_at(self, end_hash: str) -> Node | None:
         return self.by_end.get(end_hash)
 
-    def parent_of(self, node: Node) -> Node | None:
-        p = node.parent
-        return None if p is self.root else p
-
     def children(self, node: Node) -> list[Node]:
         return list(node.children.values())
 

@@ -128,3 +128,30 @@ def test_a_catalogued_bug_agrees_with_its_twin_in_the_spec_and_departs_from_the_
     # Against the fixed spec the same trace departs at its last step.
     assert ms._twin_departs(base, short, "split-slice-off-by-one").startswith(f"step {len(short) - 1} ")
     assert dict(ms.variant_units())["variant split-slice-off-by-one"]()
+
+
+def test_an_equivalent_entry_may_name_one_mutant_of_an_operator_by_the_line_it_writes():
+    mut = _load("mutation")
+    diff = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-        if need == 0:\n+        if need == -1:\n"
+    eq = {"impl/x.py:7:core/NumberReplacer => if need == -1:"}
+    assert mut.mutated_line(diff) == "if need == -1:"
+    assert mut.is_equivalent(eq, "impl/x.py:7", "impl/x.py:7:core/NumberReplacer", diff)
+    other = diff.replace("+        if need == -1:", "+        if need == 1:")
+    assert not mut.is_equivalent(eq, "impl/x.py:7", "impl/x.py:7:core/NumberReplacer", other)
+    assert mut.is_equivalent({"impl/x.py:7:core/NumberReplacer"}, "impl/x.py:7", "impl/x.py:7:core/NumberReplacer", other)
+
+
+def test_every_equivalent_entry_parses_and_names_a_line():
+    for entry in _load("mutation").equivalents():
+        where = entry.split(" => ")[0].split(":")
+        assert where[0].startswith("impl/") and where[1].isdigit(), entry
+
+
+def test_only_the_operators_that_can_break_syntax_are_compiled():
+    mut = _load("mutation")
+
+    class M:
+        operator_name = "core/NumberReplacer"
+
+    assert mut.compiles(M())  # no parse: a number for a number keeps the code valid
+    assert "core/ReplaceBinaryOperator_Mul_" in mut.MAY_NOT_COMPILE

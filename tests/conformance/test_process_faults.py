@@ -47,3 +47,14 @@ def test_a_prefetch_terminated_before_its_read_never_reads_the_store(monkeypatch
     monkeypatch.setattr(StorageWorker, "close", lambda self, drain=True, timeout=None: close(self, True, timeout))
     assert pf.guarded(pf.terminated_before_its_read) == (
         "the store got 1 read(s) for a prefetch terminated before its read ran")
+
+
+def test_a_backup_still_queued_at_close_never_writes_to_the_store(monkeypatch):
+    assert pf.guarded(pf.close_with_a_backup_queued) == ""
+    # A rank whose close() drains its workers (runs the queued write) is caught.
+    from tiercheck.impl.storage import StorageWorker
+
+    close = StorageWorker.close
+    monkeypatch.setattr(StorageWorker, "close", lambda self, drain=True, timeout=None: close(self, True, timeout))
+    assert pf.guarded(pf.close_with_a_backup_queued) == (
+        "the store got 1 write(s) for a backup still queued at close()")
