@@ -21,6 +21,7 @@ from typing import Callable, Dict, NamedTuple
 import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
+from . import epr_counting as count
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
 from .paged import PAGE_FIELDS, QUEUE_PAGES, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
@@ -122,12 +123,14 @@ def evict_host(u, v: Paged, active, dups, leaf) -> Paged:
         u.facts.append(forall(lambda x: z3.Implies(r1(x), z3.And(on, spare(x)))))
         took_all = define(u, "pass1_exhausted", forall(lambda y: z3.Implies(spare(y), r1(y))))
         u.facts.append(forall(lambda x: z3.Implies(r2(x), z3.And(on, took_all, reclaimable(x), z3.Not(r1(x))))))
+    v = count.moved(u, v, "host_free", +1, count.node_pages(v, lambda x: z3.Or(r1(x), r2(x))), name="reclaimed")
     v = v.set_node(lambda x: z3.Or(r1(x), r2(x)), host=lambda x: z3.IntVal(ABSENT))
     v = v.named("reclaimed", u.facts)
     lru = choice("lru")
     u.facts.append(forall(lambda x: z3.Implies(lru(x), z3.And(
         active, v.live(x), v.dev(x) == ABSENT, v.lock(x) == 0, v.host(x) == HOST_RESIDENT, v.href(x) == 0))))
     u.facts.append(forall(lambda x, y: z3.Implies(z3.And(lru(x), v.live(y), u.forest.lt(x, y)), lru(y)), 2))
+    v = count.moved(u, v, "host_free", +1, count.node_pages(v, lru), name="lru")
     return remove_nodes(u, v, lru).named("lru", u.facts)
 
 
@@ -145,9 +148,16 @@ def prunable(u, v, e):
 def evict_on_rank(u, v: Paged, e, is_leaf) -> Paged:
     """_evict_on_rank of e, which is a device leaf of this view iff ``is_leaf``."""
     backed = v.host(e) == HOST_RESIDENT
+    v = count.moved(u, v, "dev_free", +1, count.node_pages(v, lambda x: z3.And(is_leaf, backed, x == e)), name="demoted")
     v = demote(v, e, z3.And(is_leaf, backed))
-    deletable = z3.BoolVal(True) if u.cfg.has("orphan-host-subtree") else define(u, "prunable", prunable(u, v, e))
+    orphan = u.cfg.has("orphan-host-subtree")
+    deletable = z3.BoolVal(True) if orphan else define(u, "prunable", prunable(u, v, e))
     gone = define(u, "delete", z3.And(is_leaf, z3.Not(backed), deletable))
+    # _delete: e's device pages, and (not orphan-host-subtree) the pruned subtree's host pages
+    v = count.moved(u, v, "dev_free", +1, count.node_pages(v, lambda x: z3.And(gone, x == e)), name="deleted")
+    if not orphan:
+        v = count.moved(u, v, "host_free", +1, count.node_pages(v, lambda x: z3.And(gone, below(u, v, e, x))),
+                        name="pruned")
     return remove_nodes(u, v, lambda x: z3.And(gone, z3.Or(x == e, below(u, v, e, x))))
 
 
@@ -165,17 +175,26 @@ def evict(u, v: Paged, a) -> Paged:
     copies only, so e is a device leaf after it iff it was before and is still live."""
     e, wp, leaf = a["node"], a["write_path"], a["leaf"]
     is_leaf = define(u, "leaf_e", z3.And(v.live(e), leaf(e)))
+    mark = count.mark(u)
     plain = evict_on_rank(u, v, e, is_leaf).named("plain", u.facts)
+    count.branch(u, mark, z3.Not(wp))
+    mark = count.mark(u)
     needs_write = define(u, "needs_write", z3.And(is_leaf, v.host(e) == ABSENT))
     alloc = evict_host(u, v, a["host_evict"], a["dups"], leaf)
     other = evict_on_rank(u, alloc, e, z3.And(z3.Not(needs_write), alloc.live(e), leaf(e)))
     do = define(u, "write", z3.And(needs_write, a["ok"]))
     storage = z3.If(b_(u.cfg.storage), 1, 0)
+    other = count.moved(u, other, "host_free", -1, count.node_pages(other, lambda x: z3.And(do, x == e)),
+                        count.peer_amount(u, do, "evict_need"), name="staged")
+    count.fits(u, other, "host_free")
     written = other.set_node(lambda x: z3.And(do, x == e), host=lambda x: z3.IntVal(HOST_RESIDENT),
                              href=lambda x: other.href(x) + storage)
     # ... and its storage backup queued (in flight)
     written = enqueue(written, "sfly", lambda p: z3.And(do, b_(u.cfg.storage), other.cached(p), other.own(p) == e))
+    written = count.moved(u, written, "dev_free", +1, count.node_pages(written, lambda x: z3.And(do, x == e)),
+                          name="demoted")
     written = demote(written, e, do).named("written", u.facts)
+    count.branch(u, mark, wp)
     return view_ite(wp, written, plain).named("evicted", u.facts)
 
 
@@ -267,11 +286,16 @@ def insert(u, v: Paged, a) -> Paged:
     wt = z3.Not(b_(cfg.wb))
     thr = z3.If(b_(cfg.sel), 2, 1)
     bump = lambda h: z3.If(h + 1 <= thr, h + 1, thr)
+    # the device pages taken: the un-evicted walked nodes' and the new leaf's (below)
+    v1 = count.moved(u, v1, "dev_free", -1, count.node_pages(v1, lambda y: z3.And(on_path(y), v1.dev(y) == ABSENT)),
+                     name="unevicted")
     v2 = v1.update(
         dev=lambda y: z3.If(z3.And(on_path(y), v1.dev(y) == ABSENT), z3.IntVal(RESIDENT), v1.dev(y)),
         hits=lambda y: z3.If(z3.And(on_path(y), v1.dev(y) != ABSENT, wt), bump(v1.hits(y)), v1.hits(y)),
     ).named("walked", u.facts)
     new = lambda p: z3.And(tail, f.in_chain(start, q, p))
+    v2 = count.moved(u, v2, "dev_free", -1, new, name="new_leaf")
+    count.fits(u, v2, "dev_free")  # insert's guard
     leaf_vals = dict(start=start, dev=z3.IntVal(RESIDENT), host=z3.IntVal(ABSENT), lock=z3.IntVal(0),
                      href=z3.IntVal(0), hits=z3.If(wt, bump(z3.IntVal(0)), 0), lbp=z3.BoolVal(False),
                      rel=z3.BoolVal(False))
@@ -287,6 +311,9 @@ def insert(u, v: Paged, a) -> Paged:
     else:
         u.facts.append(forall(lambda y: z3.Implies(staged(y), z3.And(
             wt, v4.live(y), v4.host(y) == ABSENT, v4.dev(y) == RESIDENT))))
+    v4 = count.moved(u, v4, "host_free", -1, count.node_pages(v4, staged),
+                     count.peer_amount(u, True, "staged_need"), name="staged")
+    count.fits(u, v4, "host_free")
     out = v4.set_node(staged, host=lambda y: z3.IntVal(WRITING), lock=lambda y: v4.lock(y) + 1)
     # each staged node's D->H copy is queued, in flight
     return enqueue(out, "wfly", lambda p: z3.And(v4.cached(p), staged(v4.own(p)))).named("staged", u.facts)
@@ -339,6 +366,7 @@ def prefetch_from_storage(u, v: Paged, a) -> Paged:
     at = lambda x: z3.And(has, x == anc)
     v = v.set_node(at, href=lambda x: v.href(x) + 1).named("protected", u.facts)
     v = evict_host(u, v, a["host_evict"], a["dups"], a["leaf"])
+    v = count.reserve(u, v, a["ok"])
     # allocated: the prefetch joins pq (its anchor anchored); else the anchor is released
     v = enqueue(v, "anchored", lambda x: z3.And(at(x), a["ok"]))
     return v.set_node(lambda x: z3.And(at(x), z3.Not(a["ok"])), href=lambda x: v.href(x) - 1).named(
@@ -466,7 +494,9 @@ def reads_settle(u, v: Paged, a) -> Paged:
 def revoke(u, v: Paged, a) -> Paged:
     """prefetch_revoke: flags only; revoke-frees-in-flight frees the host slots while the
     read may still run (a read into freed slots may start)."""
-    return havoc_scalars(v, "revoke", "pfreed") if u.cfg.has("revoke-frees-in-flight") else v
+    if u.cfg.has("revoke-frees-in-flight"):
+        return count.unreserve(u, havoc_scalars(v, "revoke", "pfreed"))
+    return v
 
 
 def havoc(v: Paged, name: str, *fields) -> Paged:
@@ -641,7 +671,13 @@ def effect(u, name: str, pre: Paged, params) -> Paged:
     leaves a hung or halted state (proofs/encode/actions.py's guard)."""
     if name != "init":
         u.facts += [pre.hung == 0, pre.halted == 0]
-    post = UACTIONS[name].effect(u, pre, params)
+    count.begin(u)
+    post = count.settle(u, name, pre, UACTIONS[name].effect(u, pre, params))
     if name in REGISTRY_WRITERS:
         post = havoc_scalars(post, "registry", *REGISTRY)
     return slot_step(u, pre, post) if u.slots and name != "init" else post
+
+
+# slot_conservation where the counters are followed (proofs.epr_counting)
+for _name in count.COUNTED:
+    UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("slot_conservation",))

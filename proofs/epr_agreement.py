@@ -68,9 +68,9 @@ def invariant_values(m, s, r: int, names=None) -> Dict[str, bool]:
     """Every unbounded invariant (or those named) on rank r of explicit state s."""
     u, pages, facts = _base(m)
     v, vf = _lift(m, s, r, u, pages)
-    return _all_hold(pages, facts + vf, {n: p.fn(u, v) for n, p in UPROPS.items() if p.kind == "invariant"
-                                         and (names is None or n in names) and (u.slots or n != "slot_ownership")},
-                     u.slot_consts)
+    formulas = {n: p.fn(u, v) for n, p in UPROPS.items() if p.kind == "invariant"
+                and (names is None or n in names) and (u.slots or n != "slot_ownership")}
+    return _all_hold(pages, facts + vf + u.facts, formulas, u.slot_consts)  # u.facts: set sizes
 
 
 def hypothesis_values(m, s, r: int) -> Dict[str, bool]:

@@ -26,6 +26,7 @@ from .config import ProofConfig
 # spec's (the scheduler's own eviction): proved with it off, bounded with it on (proofs.audit).
 from .encode.scheduler_evict import EVICTING as BOUNDED_UNDER
 from .epr_actions import UACTIONS, effect
+from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, exact
 from .epr_frame import READS, frame
 from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
 from .forest import Forest, PageSort, finite_model
@@ -88,9 +89,10 @@ _QUEUE_ACTIONS = ("writing_check", "loading_check", "check_prefetch_progress")
 
 
 def hypotheses(su: USetup, target: str, action: str) -> list:
+    out = [h(su.u, su.pre) for h in COUNT_HYPOTHESES.values()] if target in TARGETS else []
     if target in ("no_use_after_free", "counter_sanity") or action in _QUEUE_ACTIONS:
-        return [h(su.u, su.pre) for h in UHYPOTHESES.values()]
-    return []
+        return out + [h(su.u, su.pre) for h in UHYPOTHESES.values()]
+    return out
 
 
 def goal(su: USetup, target: str):
@@ -106,14 +108,18 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
     t0 = time.perf_counter()
     su.solver.set("timeout", timeout_ms)
     su.solver.push()
+    known = len(su.u.facts)
     su.solver.add(*hypotheses(su, target, action))
     negated = z3.Not(goal(su, target))
-    su.solver.add(negated)
+    su.solver.add(*su.u.facts[known:], negated)  # facts the goal named (set sizes)
     res = su.solver.check()
     model = su.solver.model() if res == z3.sat else None
-    if res == z3.unknown:
-        model = finite_model(list(su.solver.assertions()))
-        res = z3.sat if model is not None else res
+    counted = target in TARGETS
+    if res == z3.unknown or (res == z3.sat and counted):
+        # with set sizes, a model of the abstraction may give a size no finite set has:
+        # the counterexample is searched for with every size exact (epr_counting.exact)
+        model = finite_model(list(su.solver.assertions()), extra=exact(su.u) if counted else None)
+        res = z3.sat if model is not None else z3.unknown
     cti = extract(su, model, target, action) if model is not None else None
     su.solver.pop()
     status = "proved" if res == z3.unsat else ("failed" if res == z3.sat else "unknown")
@@ -125,8 +131,9 @@ def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
 
     targets = [t for t in dict.fromkeys(targets or (*UPROPS, *READS)) if covered(t, action)]
     # frame obligations: the step writes nothing the target reads (epr_frame)
-    out = [Result(t, action, "proved", 0.0, None, "any") for t in targets if t not in UPROPS]
-    targets = [t for t in targets if t in UPROPS]
+    decided = UACTIONS[action].targets
+    out = [Result(t, action, "proved", 0.0, None, "any") for t in targets if t not in decided]
+    targets = [t for t in targets if t in decided]
     if not targets:
         return out
     t0 = time.perf_counter()

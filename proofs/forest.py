@@ -191,17 +191,19 @@ def ground(formulas, pages, slots=()) -> list:
     return out + pins
 
 
-def finite_model(formulas, sizes=range(1, 9), timeout_ms: int = 20000):
+def finite_model(formulas, sizes=range(1, 9), timeout_ms: int = 20000, extra=None):
     """A model of the formulas whose page sort has exactly n elements, for the first n
     in ``sizes`` that has one (quantifiers expanded, ``ground``), else None. Where
     model-based instantiation gives up on a satisfiable obligation, this finds its
-    finite counterexample; a model of any size is a real one."""
+    finite counterexample; a model of any size is a real one. ``extra(pages)``: more
+    facts over the page constants (proofs.epr_counting.exact: set sizes)."""
     for n in sizes:
         pages = [z3.Const(f"u{i}!{next(_ids)}", PageSort) for i in range(n)]
         slots = [z3.Const(f"v{i}!{next(_ids)}", SlotSort) for i in range(n)]  # a pool as large as the forest
         sol = z3.Solver()
         sol.set("timeout", timeout_ms)
-        sol.add(*([z3.Distinct(*pages), z3.Distinct(*slots)] if n > 1 else []), *ground(formulas, pages, slots))
+        more = list(extra(pages)) if extra else []
+        sol.add(*([z3.Distinct(*pages), z3.Distinct(*slots)] if n > 1 else []), *ground(formulas + more, pages, slots))
         if sol.check() == z3.sat:
             return sol.model()
     return None
