@@ -116,7 +116,14 @@ def writing_locked(u, v: Paged):
     return forall(lambda e: z3.Implies(z3.And(v.live(e), v.host(e) == WRITING), v.lock(e) >= 1))
 
 
-HYPOTHESES = {"writing_locked": writing_locked}
+def reserved_nonnegative(u, v: Paged):
+    """The prefetches in flight reserve n >= 1 host pages each (prefetch_queue), so
+    together >= 0 (a hypothesis as writing_locked: it keeps counterexamples' pre-states
+    concrete, the proofs do not need it)."""
+    return v.pq_held >= 0
+
+
+HYPOTHESES = {"writing_locked": writing_locked, "reserved_nonnegative": reserved_nonnegative}
 
 
 # --- a step's ledger --------------------------------------------------------------------------
