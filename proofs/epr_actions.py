@@ -435,16 +435,17 @@ def lock_params(u) -> Dict:
 
 
 def lock_request(u, v: Paged, a) -> Paged:
-    """lock_request on one rank: a node boundary at the device match's last page, the
-    locks on its path change (not followed)."""
+    """lock_request on one rank: a node boundary at the device match's last page, every
+    node on its path locked once more (inc_lock_ref)."""
     last = a["last"]
     u.facts.append(z3.And(v.cached(last), v.dev(v.own(last)) != ABSENT))
-    return havoc(_split(u, v, last), "locked", "lock").named("locked", u.facts)
+    return count.lock_path(u, _split(u, v, last), last, +1).named("locked", u.facts)
 
 
 def unlock_request(u, v: Paged, a) -> Paged:
-    """unlock_request: lock counts change (not followed)."""
-    return havoc(v, "unlocked", "lock").named("unlocked", u.facts)
+    """unlock_request: dec_lock_ref on the node the request locked (epr_counting.unlock_params),
+    if it is still live."""
+    return count.unlock(u, v, a).named("unlocked", u.facts)
 
 
 def disabled(u) -> Dict:
@@ -629,9 +630,9 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("check_prefetch_progress", check_prefetch_params, check_prefetch_progress, PREFETCH_CHECK),
     # victim_order = "lru": a rank's own touch moves its clock only (not in the view)
     UAction("local_access", no_params, unchanged, ALL),
-    # request locks: a split where the device match ends, lock counts not followed
-    UAction("lock_request", lock_params, lock_request, tuple(t for t in ALL if t != "counter_sanity")),
-    UAction("unlock_request", no_params, unlock_request, tuple(t for t in ALL if t != "counter_sanity")),
+    # request locks: a split where the device match ends, the path locked once more (or unlocked)
+    UAction("lock_request", lock_params, lock_request, ALL),
+    UAction("unlock_request", count.unlock_params, unlock_request, ALL),
     UAction("write_dma_done", no_params, write_dma_done, ALL),
     UAction("load_dma_done", no_params, load_dma_done, ALL),
     UAction("prefetch_io", no_params, reads_settle, ALL),

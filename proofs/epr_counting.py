@@ -250,3 +250,33 @@ def unreserve(u, v: Paged) -> Paged:
     u.facts.append(n >= 0)
     return v.update(host_free=v.host_free + n, pq_held=v.pq_held - n)
 
+
+
+# --- request locks (spec/request_locks.py) ------------------------------------------------------
+
+
+def lock_path(u, v: Paged, end, delta: int, when=True) -> Paged:
+    """spec/tree.py lock_path: every live node at or above ``end`` (``end`` a node end)
+    gets ``delta`` on its lock count, where ``when``."""
+    on = lambda x: z3.And(const(when), v.live(x), u.forest.le(x, end))
+    return v.set_node(on, lock=lambda x: v.lock(x) + delta)
+
+
+def unlock_params(u) -> dict:
+    """unlock_request: the request (its last page) and the node its lock named
+    (RankState.running; ``unlock``). lock_accounting (a running request's lock names a
+    live node on its own path, and every live node's lock_ref counts the running requests
+    whose node is at or below it) gives that node live, on the request's path, and
+    lock >= 1 on every live node at or above it: assumed here, a consequence of an invariant of the bounded audit (whose own
+    obligations are its), like epr_properties.queue_pages."""
+    from .forest import fresh_page
+
+    return {"req": fresh_page("req"), "locked": fresh_page("locked")}
+
+
+def unlock(u, v: Paged, a) -> Paged:
+    """dec_lock_ref on the node the request locked (unlock_params)."""
+    locked = a["locked"]
+    u.facts += [v.live(locked), u.forest.le(locked, a["req"]),
+                forall(lambda x: z3.Implies(z3.And(v.live(x), u.forest.le(x, locked)), v.lock(x) >= 1))]
+    return lock_path(u, v, locked, -1)
