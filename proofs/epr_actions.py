@@ -582,10 +582,11 @@ def writing_check(u, v: Paged, a) -> Paged:
 
 def loading_check(u, v: Paged, a) -> Paged:
     """loading_check (or its halt): the nodes covering the acked H->D copies become
-    device resident with the load-back mark cleared; locks on their paths change (not
-    followed)."""
+    device resident with the load-back mark cleared; each acked copy unlocks its anchor's
+    path (epr_counting.unlock_loads)."""
     done, left = _committed(u, v, "ldn", "loaded")
-    out = havoc(v.set_node(done, dev=lambda x: z3.IntVal(RESIDENT), lbp=lambda x: z3.BoolVal(False)), "loaded", "lock")
+    out = count.unlock_loads(u, v.set_node(done, dev=lambda x: z3.IntVal(RESIDENT), lbp=lambda x: z3.BoolVal(False)),
+                             done)
     return havoc_scalars(out.update(ldn=left), "loaded", "halted").named("loaded", u.facts)
 
 
@@ -656,7 +657,8 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     # the loaded nodes are those of finished H->D copies (LOADING: queue_pages), so
     # device_closed holds too
     UAction("loading_check", no_params, loading_check,  # halts, never hangs
-            SHAPE + ("no_ghost", "no_use_after_free", "node_fields", "device_closed", "no_collective_hang") + OFF_SYNC),
+            SHAPE + ("no_ghost", "no_use_after_free", "counter_sanity", "node_fields", "device_closed",
+                     "no_collective_hang") + OFF_SYNC),
 ]}
 
 

@@ -280,3 +280,34 @@ def unlock(u, v: Paged, a) -> Paged:
     u.facts += [v.live(locked), u.forest.le(locked, a["req"]),
                 forall(lambda x: z3.Implies(z3.And(v.live(x), u.forest.le(x, locked)), v.lock(x) >= 1))]
     return lock_path(u, v, locked, -1)
+
+
+def size_fn(u, pages: Callable, name: str):
+    """``x -> #{p : pages(x, p)}``: a size per page x (a fresh function, >= 0; exact over a
+    closed page sort)."""
+    from .forest import PageSort
+
+    fn = z3.Function(f"#{name}!{next(_ids)}", PageSort, z3.IntSort())
+    closed = getattr(u, "pages", None)
+    u.facts.append(forall(lambda x: fn(x) >= 0 if closed is None else exact_size(fn(x), lambda p: pages(x, p), closed)))
+    return fn
+
+
+def unlock_loads(u, v: Paged, loaded: Callable) -> Paged:
+    """loading_check's unlocks: each acked H->D copy, named by its anchor (the node its
+    load_back locked the path of: a live node the copy loads, ``loaded``; every loaded
+    node has one at or below it), unlocks the live nodes at or above its anchor once
+    (spec lock_path(end, -1)), so a node loses the number of acked anchors at or below
+    it. lock_accounting (lock_ref counts the H->D copies whose anchor is at or below the
+    node; anchors are distinct, the copies covering disjoint LOADING chains) gives
+    lock >= that number: assumed, as in ``unlock``."""
+    from .epr_actions import choice
+    from .forest import PageSort
+
+    acked = choice("acked_load")
+    wit = z3.Function(f"acked_anchor!{next(_ids)}", PageSort, PageSort)
+    u.facts += [forall(lambda p: z3.Implies(acked(p), z3.And(v.live(p), loaded(p)))),
+                forall(lambda x: z3.Implies(loaded(x), z3.And(acked(wit(x)), u.forest.le(x, wit(x)))))]
+    below = size_fn(u, lambda x, p: z3.And(acked(p), u.forest.le(x, p)), "acked_below")
+    u.facts.append(forall(lambda x: z3.Implies(v.live(x), v.lock(x) >= below(x))))
+    return v.set_node(v.live, lock=lambda x: v.lock(x) - below(x))

@@ -117,24 +117,28 @@ def test_orphan_host_subtree_fails_slot_conservation_with_a_concrete_cti():
     assert [x.status for x in prove_action("evict", ["slot_conservation"])] == ["proved"]
 
 
-def test_request_lock_steps_follow_the_lock_counts():
+@pytest.mark.parametrize("name,actions", [("request-locks-1r", ("lock_request", "unlock_request")),
+                                          ("wt-1r", ("loading_check",))])
+def test_lock_steps_follow_the_lock_counts(name, actions):
     """lock_request / unlock_request change lock_ref on the locked node's path to the root
-    by one; the encoding follows it (counter_sanity is proved there for any number of
-    pages): each explicit step is admitted, the same step with the locked node's count
-    one off is not."""
-    m, steps = _steps("request-locks-1r", per_action=3)
+    by one, loading_check once per acked load at or below a node; the encoding follows it
+    (counter_sanity is proved there for any number of pages): each explicit step that
+    changes a count is admitted, the same step with a count one off is not."""
+    m, steps = _steps(name, per_action=6)
     checked = set()
     for s, a, t in steps:
-        if a.name not in ("lock_request", "unlock_request"):
+        if a.name not in actions or t.halted:
             continue
         rs, rt = s.ranks[0], t.ranks[0]
         changed = [e for e, n in enumerate(rt.nodes)  # (a split's upper half: its old node's count)
                    if n is not None and rs.owner[e] >= 0 and n.lock != rs.nodes[rs.owner[e]].lock]
-        assert changed and admits(m, s, a, t, 0), a
+        if not changed:
+            continue
+        assert admits(m, s, a, t, 0), a
         e = changed[0]
         nodes = tuple(n._replace(lock=n.lock + 1) if i == e else n for i, n in enumerate(rt.nodes))
         assert not admits(m, s, a, _with_rank(t, 0, nodes=nodes), 0), a
         checked.add(a.name)
-    assert checked == {"lock_request", "unlock_request"}
+    assert checked == set(actions)
     for action in checked:
         assert [r.status for r in prove_action(action, ["counter_sanity"])] == ["proved"]
