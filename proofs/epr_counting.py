@@ -61,13 +61,24 @@ def node_pages(v: Paged, nodes: Callable) -> Callable:
     return lambda p: z3.And(v.cached(p), nodes(v.own(p)))
 
 
+def _fact(u, *facts) -> None:
+    """Facts only the counting obligations need (``TARGETS``): kept apart
+    (``counting_facts``) so that the other obligations of a step do not pay for them."""
+    u.facts.extend(facts)
+    u.__dict__.setdefault("counting_facts", []).extend(facts)
+
+
+def counting_facts(u) -> list:
+    return getattr(u, "counting_facts", [])
+
+
 def size(u, pages: Callable, name: str):
     """``#pages``: a fresh integer >= 0 (exact over a closed page sort)."""
     n = z3.Int(f"#{name}!{next(_ids)}")
-    u.facts.append(n >= 0)
+    _fact(u, n >= 0)
     closed = getattr(u, "pages", None)
     if closed is not None:
-        u.facts.append(exact_size(n, pages, closed))
+        _fact(u, exact_size(n, pages, closed))
     u.__dict__.setdefault("sizes", []).append((n, pages))
     return n
 
@@ -197,13 +208,13 @@ def settle(u, name: str, pre: Paged, post: Paged) -> Paged:
     values otherwise."""
     ledger = u.__dict__.pop("ledger", [])
     if name == "init":  # nothing held: an empty set has size 0
-        u.facts += [z3.Implies(forall(lambda p: z3.Not(held(post, pool)(p))), held_size(u, post, pool) == 0)
-                    for pool in POOLS]
+        _fact(u, *[z3.Implies(forall(lambda p: z3.Not(held(post, pool)(p))), held_size(u, post, pool) == 0)
+                   for pool in POOLS])
         return post.update(dev_free=const(u.cfg.device_pages), host_free=const(u.cfg.host_pages),
                            pq_held=z3.IntVal(0))
     if name not in COUNTED:
         return post.update(**{c: z3.Int(f"{name}.{c}!{next(_ids)}") for c in COUNTERS})
-    u.facts += [balance(u, pre, post, pool, ledger) for pool in POOLS]
+    _fact(u, *[balance(u, pre, post, pool, ledger) for pool in POOLS])
     return post
 
 
@@ -215,7 +226,7 @@ def fits(u, v: Paged, pool: str) -> None:
     taking, has a counter >= 0 (insert's guard: insert_device_need, computed by the walk
     the insert then does, <= dev_free; a host allocation's success: allocate_host's ok
     means host_free >= need)."""
-    u.facts.append(v.f[pool] >= 0)
+    _fact(u, v.f[pool] >= 0)
 
 
 def peer_amount(u, when, name: str) -> Callable:
@@ -229,7 +240,7 @@ def peer_amount(u, when, name: str) -> Callable:
     if not any(VARIANTS[n].breaks_rank_symmetry for n in u.cfg.variants if n in VARIANTS):
         return lambda n: n
     x = z3.Int(f"{name}!{next(_ids)}")
-    u.facts.append(x >= 0)
+    _fact(u, x >= 0)
     return lambda n: z3.If(const(when), x, 0)
 
 
@@ -238,7 +249,7 @@ def reserve(u, v: Paged, ok) -> Paged:
     (n >= 0: missing pages, or the storage hit) move from host_free to the prefetches'
     reservations; the allocation succeeded only if they fit."""
     n = z3.Int(f"prefetch_n!{next(_ids)}")
-    u.facts += [n >= 0, z3.Implies(ok, n <= v.host_free)]
+    _fact(u, n >= 0, z3.Implies(ok, n <= v.host_free))
     amount = z3.If(ok, n, 0)
     return v.update(host_free=v.host_free - amount, pq_held=v.pq_held + amount)
 
@@ -247,7 +258,7 @@ def unreserve(u, v: Paged) -> Paged:
     """revoke-frees-in-flight: the revoked prefetch's reserved pages (some n >= 0; none
     if they were freed already) go back to host_free at once."""
     n = z3.Int(f"revoked_n!{next(_ids)}")
-    u.facts.append(n >= 0)
+    _fact(u, n >= 0)
     return v.update(host_free=v.host_free + n, pq_held=v.pq_held - n)
 
 

@@ -26,7 +26,7 @@ from .config import ProofConfig
 # spec's (the scheduler's own eviction): proved with it off, bounded with it on (proofs.audit).
 from .encode.scheduler_evict import EVICTING as BOUNDED_UNDER
 from .epr_actions import UACTIONS, effect
-from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, exact
+from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, counting_facts, exact
 from .epr_frame import READS, frame
 from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
 from .forest import Forest, PageSort, finite_model
@@ -78,8 +78,10 @@ def setup(action: str, variants=frozenset(), fix=None) -> USetup:
     post = effect(u, action, pre, params)
     sol = z3.Solver()
     sol.add(*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in cfg.constraints()])
-    sol.add(*[UPROPS[n].fn(u, pre) for n in UINVARIANTS])
-    sol.add(*u.facts)
+    # the counting facts and invariants only where a counting target needs them (check)
+    sol.add(*[UPROPS[n].fn(u, pre) for n in UINVARIANTS if n not in TARGETS])
+    apart = {f.get_id() for f in counting_facts(u)}
+    sol.add(*[f for f in u.facts if f.get_id() not in apart])
     return USetup(u, pre, post, params, sol)
 
 
@@ -108,6 +110,8 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
     t0 = time.perf_counter()
     su.solver.set("timeout", timeout_ms)
     su.solver.push()
+    if target in TARGETS:
+        su.solver.add(*counting_facts(su.u), *[UPROPS[n].fn(su.u, su.pre) for n in TARGETS])
     known = len(su.u.facts)
     su.solver.add(*hypotheses(su, target, action))
     negated = z3.Not(goal(su, target))
