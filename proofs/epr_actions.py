@@ -22,6 +22,7 @@ import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 from . import epr_counting as count
+from . import epr_locks
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
 from .paged import PAGE_FIELDS, QUEUE_PAGES, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
@@ -30,7 +31,9 @@ _ids = itertools.count()
 
 
 def view_ite(c, a: Paged, b: Paged) -> Paged:
-    out = {n: (lambda fa, fb: lambda p: z3.If(c, fa(p), fb(p)))(a.f[n], b.f[n]) for n in (*PAGE_FIELDS, *SLOT_FIELDS)}
+    # a field both branches share stays itself (epr_locks memoises counts per field)
+    out = {n: (lambda fa, fb: fa if fa is fb else lambda p: z3.If(c, fa(p), fb(p)))(a.f[n], b.f[n])
+           for n in (*PAGE_FIELDS, *SLOT_FIELDS)}
     return Paged({**out, **{n: z3.If(c, a.f[n], b.f[n]) for n in SCALAR_FIELDS}})
 
 
@@ -230,7 +233,9 @@ def _split(u, v: Paged, c, cond=True) -> Paged:
         above = _parent(u)
         shift = lambda p: z3.And(split, v.dev(x) != ABSENT, f.in_chain(lower, x, p))
         new["dslot"] = lambda p: z3.If(shift(p), v.dslot(above(p)), v.dslot(p))
-    return v.update(**new).named("split", u.facts)
+    out = v.update(**new).named("split", u.facts)
+    epr_locks.same_counts(u, out, c, x)
+    return out
 
 
 def _parent(u):
@@ -304,6 +309,7 @@ def insert(u, v: Paged, a) -> Paged:
     fields["cached"] = lambda p: z3.Or(v2.cached(p), new(p))
     fields["own"] = lambda p: z3.If(new(p), q, v2.own(p))
     v3 = v2.update(**fields).named("inserted", u.facts)
+    epr_locks.no_counts(u, v3, q)
     v4 = evict_host(u, v3, z3.And(a["host_evict"], wt), a["dups"], a["leaf"])
     staged = choice("staged")
     if u.cfg.has("partial-backup-leak"):  # a rank may stage a node its peer picked
@@ -344,6 +350,7 @@ def load_back(u, v: Paged, a) -> Paged:
         dev=lambda x: z3.If(chain(x), z3.IntVal(LOADING), v.dev(x)),
         lbp=lambda x: z3.Or(chain(x), v.lbp(x)),
         lock=lambda x: z3.If(on_path(x), v.lock(x) + 1, v.lock(x)),
+        lanch=lambda p: z3.Or(v.lanch(p), p == e),  # the copy's anchor (epr_locks)
     ).named("loading", u.facts)
 
 
@@ -415,6 +422,7 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     fields["cached"] = lambda p: z3.Or(v1.cached(p), new(p))
     fields["own"] = lambda p: z3.If(new(p), last, v1.own(p))
     v2 = v1.update(**fields).named("fetched", u.facts)
+    epr_locks.no_counts(u, v2, last)
     release = lambda x: z3.And(a["has_anchor"], x == anc, v2.live(x))
     # the entry leaves pq: its anchor stays anchored only if another prefetch shares it
     shared = z3.Bool(f"anchor_shared!{next(_ids)}")
@@ -437,15 +445,20 @@ def lock_params(u) -> Dict:
 def lock_request(u, v: Paged, a) -> Paged:
     """lock_request on one rank: a node boundary at the device match's last page, every
     node on its path locked once more (inc_lock_ref)."""
-    last = a["last"]
-    u.facts.append(z3.And(v.cached(last), v.dev(v.own(last)) != ABSENT))
-    return count.lock_path(u, _split(u, v, last), last, +1).named("locked", u.facts)
+    last, req = a["last"], a["req"]
+    u.facts.append(z3.And(b_(u.cfg.request_locks), v.cached(last), v.dev(v.own(last)) != ABSENT, z3.Not(v.runs(req))))
+    v = _split(u, v, last)
+    out = count.lock_path(u, v, last, +1).update(
+        runs=lambda q: z3.Or(v.runs(q), q == req), rlock=lambda q: z3.If(q == req, last, v.rlock(q)))
+    out = out.named("locked", u.facts)
+    epr_locks.runs_added(u, v, out, req)
+    return out
 
 
 def unlock_request(u, v: Paged, a) -> Paged:
     """unlock_request: dec_lock_ref on the node the request locked (epr_counting.unlock_params),
     if it is still live."""
-    return count.unlock(u, v, a).named("unlocked", u.facts)
+    return count.unlock(u, v, a)
 
 
 def disabled(u) -> Dict:
@@ -516,7 +529,7 @@ def no_params(u) -> Dict:
 def initial(u, v: Paged, a) -> Paged:
     """initial_state: nothing cached, no durable marks, an empty store."""
     false = lambda p: z3.BoolVal(False)
-    return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True),
+    return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True), lanch=false, runs=false,
                     **{q: false for q in QUEUE_PAGES}, pfreed=z3.BoolVal(False),
                     planned=z3.BoolVal(False), plan_wf=z3.BoolVal(True), hung=z3.IntVal(0), halted=z3.IntVal(0),
                     **{n: z3.BoolVal(True) for n in REGISTRY},
@@ -684,3 +697,6 @@ def effect(u, name: str, pre: Paged, params) -> Paged:
 # slot_conservation where the counters are followed (proofs.epr_counting)
 for _name in count.COUNTED:
     UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("slot_conservation",))
+# lock_accounting where the lock counts are followed (proofs.epr_locks)
+for _name in epr_locks.ACTIONS:
+    UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("lock_accounting",))

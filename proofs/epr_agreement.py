@@ -91,7 +91,8 @@ def same_view(u, a, b):
             z3.Implies(live, z3.And(*[getattr(a, f)(p) == getattr(b, f)(p) for f in NODE_FIELDS])),
             a.durable(p) == b.durable(p), a.store(p) == b.store(p),
             z3.Implies(z3.And(u.slots, holds_device_slot(a, p)), a.dslot(p) == b.dslot(p)),
-            *[a.f[n](p) == b.f[n](p) for n in QUEUE_PAGES],
+            *[a.f[n](p) == b.f[n](p) for n in (*QUEUE_PAGES, "lanch", "runs")],
+            z3.Implies(a.runs(p), a.rlock(p) == b.rlock(p)),
         )
 
     x = z3.Const(f"x!{id(a)}", SlotSort)

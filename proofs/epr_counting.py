@@ -91,7 +91,9 @@ def exact(u) -> Callable:
     """For a finite model search over given page constants (forest.finite_model): every
     ``#S`` the context named, defined exactly, so a model found is a real counterexample
     (model-based instantiation may give sizes no finite set has)."""
-    return lambda closed: [exact_size(n, pages, closed) for n, pages in getattr(u, "sizes", ())]
+    return lambda closed: [exact_size(n, pages, closed) for n, pages in getattr(u, "sizes", ())] + [
+        forall(lambda x, fn=fn, pages=pages: exact_size(fn(x), lambda p: pages(x, p), closed))
+        for fn, pages in getattr(u, "size_fns", ())]
 
 
 def held_size(u, v: Paged, pool: str):
@@ -115,7 +117,7 @@ def slot_conservation(u, v: Paged):
 
 
 # the obligations whose targets count (their counterexamples are searched with exact sizes)
-TARGETS = ("slot_conservation",)
+TARGETS = ("slot_conservation", "lock_accounting")
 
 
 def writing_locked(u, v: Paged):
@@ -134,7 +136,18 @@ def reserved_nonnegative(u, v: Paged):
     return v.pq_held >= 0
 
 
-HYPOTHESES = {"writing_locked": writing_locked, "reserved_nonnegative": reserved_nonnegative}
+def running_locked(u, v: Paged):
+    """A running request's node and an H->D copy's anchor are live and locked
+    (lock_accounting: lock_ref >= the requests and copies counted at the node, one at
+    least). Implied by the counting obligations' own hypothesis lock_accounting
+    (epr_locks) with the instance "a set with a member has size >= 1"; stated directly,
+    as z3 does not find that instance in time."""
+    return z3.And(forall(lambda q: z3.Implies(v.runs(q), z3.And(v.live(v.rlock(q)), v.lock(v.rlock(q)) >= 1))),
+                  forall(lambda p: z3.Implies(v.lanch(p), z3.And(v.live(p), v.lock(p) >= 1))))
+
+
+HYPOTHESES = {"writing_locked": writing_locked, "reserved_nonnegative": reserved_nonnegative,
+              "running_locked": running_locked}
 
 
 # --- a step's ledger --------------------------------------------------------------------------
@@ -286,21 +299,28 @@ def unlock_params(u) -> dict:
 
 
 def unlock(u, v: Paged, a) -> Paged:
-    """dec_lock_ref on the node the request locked (unlock_params)."""
-    locked = a["locked"]
-    u.facts += [v.live(locked), u.forest.le(locked, a["req"]),
+    """dec_lock_ref on the node the request locked (unlock_params); the request stops
+    running."""
+    from .epr_locks import runs_removed
+
+    locked, req = a["locked"], a["req"]
+    u.facts += [v.live(locked), u.forest.le(locked, req), v.runs(req), v.rlock(req) == locked,
                 forall(lambda x: z3.Implies(z3.And(v.live(x), u.forest.le(x, locked)), v.lock(x) >= 1))]
-    return lock_path(u, v, locked, -1)
+    out = lock_path(u, v, locked, -1).update(runs=lambda q: z3.And(v.runs(q), q != req)).named("unlocked", u.facts)
+    runs_removed(u, v, out, req)
+    return out
 
 
-def size_fn(u, pages: Callable, name: str):
+def size_fn(u, pages: Callable, name: str, add: Callable = None):
     """``x -> #{p : pages(x, p)}``: a size per page x (a fresh function, >= 0; exact over a
-    closed page sort)."""
+    closed page sort); its fact goes to ``add(u, fact)`` (default: every obligation's)."""
     from .forest import PageSort
 
     fn = z3.Function(f"#{name}!{next(_ids)}", PageSort, z3.IntSort())
+    u.__dict__.setdefault("size_fns", []).append((fn, pages))
     closed = getattr(u, "pages", None)
-    u.facts.append(forall(lambda x: fn(x) >= 0 if closed is None else exact_size(fn(x), lambda p: pages(x, p), closed)))
+    fact = forall(lambda x: fn(x) >= 0 if closed is None else exact_size(fn(x), lambda p: pages(x, p), closed))
+    (add or (lambda u, f: u.facts.append(f)))(u, fact)
     return fn
 
 
@@ -320,5 +340,11 @@ def unlock_loads(u, v: Paged, loaded: Callable) -> Paged:
     u.facts += [forall(lambda p: z3.Implies(acked(p), z3.And(v.live(p), loaded(p)))),
                 forall(lambda x: z3.Implies(loaded(x), z3.And(acked(wit(x)), u.forest.le(x, wit(x)))))]
     below = size_fn(u, lambda x, p: z3.And(acked(p), u.forest.le(x, p)), "acked_below")
-    u.facts.append(forall(lambda x: z3.Implies(v.live(x), v.lock(x) >= below(x))))
-    return v.set_node(v.live, lock=lambda x: v.lock(x) - below(x))
+    u.facts += [forall(lambda x: z3.Implies(v.live(x), v.lock(x) >= below(x))),
+                forall(lambda p: z3.Implies(acked(p), v.lanch(p)))]  # acked copies are queued ones
+    out = v.set_node(v.live, lock=lambda x: v.lock(x) - below(x)).update(
+        lanch=lambda p: z3.And(v.lanch(p), z3.Not(acked(p)))).named("acked", u.facts)
+    from .epr_locks import loads_acked
+
+    loads_acked(u, v, out, acked, below)
+    return out

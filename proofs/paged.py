@@ -37,6 +37,10 @@ PAGE_FIELDS: Dict[str, object] = {
     # (lq, ldone); on an H->L3 backup whose ack has not come (sq[len(sdone):]);
     # ``anchored``: the page ends the anchor node of some prefetch in pq
     **{q: B for q in QUEUE_PAGES},
+    # entries named by pages, for counting (proofs.epr_locks): ``lanch``, the page ends the
+    # anchor of an H->D copy in lq; ``runs``, the request ending at the page is running,
+    # ``rlock`` the node end its lock names (RankState.running)
+    "lanch": B, "runs": B, "rlock": PageSort,
 }
 # Per-slot state of the device pool (Config ``slots``): the free set, RankState.dfree.
 SLOT_FIELDS: Dict[str, object] = {"dfree": B}
@@ -163,7 +167,8 @@ def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = ""
     facts += [v.dev_free == rs.dev_free, v.host_free == rs.host_free, v.pq_held == held_by_prefetches(rs)]
     q = queues or {}
     facts += [v.reads == bool(q.get("reads", True)), v.pfreed == bool(q.get("pfreed", False))]
-    facts += [v.f[n](c) == (p in q.get(n, ())) for n in QUEUE_PAGES for p, c in enumerate(pages)]
+    facts += [v.f[n](c) == (p in q.get(n, ())) for n in (*QUEUE_PAGES, "lanch", "runs") for p, c in enumerate(pages)]
+    facts += [v.rlock(pages[p]) == pages[e] for p, e in q.get("rlock", {}).items()]
     if rs.dslot:
         facts += [v.dfree(x) == bool(rs.dfree >> i & 1) for i, x in enumerate(slots)]
     for p, c in enumerate(pages):
@@ -192,6 +197,9 @@ def queue_pages(m, rs, r: int) -> dict:
     return {"wfly": chain(rs.wq[rs.wdone:]), "wdn": chain(rs.wq[:rs.wdone]),
             "lfly": chain(rs.lq[rs.ldone:]), "ldn": chain(rs.lq[:rs.ldone]),
             "sfly": chain(rs.sq[len(rs.sdone):]), "anchored": {op[1] for op in rs.pq if op[1] >= 0},
+            "lanch": {end for _start, end in rs.lq},
+            "runs": {m.pages.request_pages[q][-1] for q, _e in rs.running},
+            "rlock": {m.pages.request_pages[q][-1]: e for q, e in rs.running},
             "reads": not (m.cfg.single_writer and r > 0), "pfreed": read_into_freed(m, rs) is not None}
 
 

@@ -98,11 +98,14 @@ def test_orphan_host_subtree_step_is_admitted_and_noticed():
     pytest.fail("no violation reached")
 
 
-def test_slot_conservation_is_proved_for_any_number_of_pages():
-    for action in COUNTED:
-        assert covered("slot_conservation", action)
-        (r,) = prove_action(action, ["slot_conservation"])
-        assert (r.status, r.pages) == ("proved", "any"), action
+def test_counting_obligations_are_proved_for_any_number_of_pages():
+    from tiercheck.proofs.epr_locks import ACTIONS
+
+    for target, actions in (("slot_conservation", COUNTED), ("lock_accounting", ACTIONS)):
+        for action in actions:
+            assert covered(target, action)
+            (r,) = prove_action(action, [target])
+            assert (r.status, r.pages) == ("proved", "any"), (target, action)
 
 
 def test_orphan_host_subtree_fails_slot_conservation_with_a_concrete_cti():
@@ -142,3 +145,37 @@ def test_lock_steps_follow_the_lock_counts(name, actions):
     assert checked == set(actions)
     for action in checked:
         assert [r.status for r in prove_action(action, ["counter_sanity"])] == ["proved"]
+
+
+@pytest.mark.parametrize("name", ["request-locks-1r", "wt-1r"])
+def test_lock_accounting_has_the_bounded_value_on_reachable_and_broken_states(name):
+    """The page-sorted lock_accounting (epr_locks: counts of anchors and running requests
+    at or below a node, as sizes) holds on reachable states and is false, as the bounded
+    one is, with a live node's lock one off or a running request's node gone."""
+    from tiercheck.proofs.agreement import concrete_ctx, lift
+    from tiercheck.proofs.formula import value
+    from tiercheck.proofs.strengthen import STRENGTHENING
+
+    m = model(name)
+    ctx = concrete_ctx(m)
+    bounded = lambda s: value(ctx.space, STRENGTHENING["lock_accounting"].fn(ctx, lift(ctx, m, s)))
+    states = [s for seed in (1, 2, 3) for s in walk(m, seed, 30)[::3]]
+    broken_seen = 0
+    for s in states:
+        rs = s.ranks[0]
+        assert invariant_values(m, s, 0, ("lock_accounting",)) == {"lock_accounting": True}, s
+        live = [e for e, n in enumerate(rs.nodes) if n is not None]
+        if not live:
+            continue
+        e = live[-1]
+        off = _with_rank(s, 0, nodes=tuple(n._replace(lock=n.lock + 1) if i == e else n for i, n in enumerate(rs.nodes)))
+        assert bounded(off) is False
+        assert invariant_values(m, off, 0, ("lock_accounting",)) == {"lock_accounting": False}
+        dead = [p for p, n in enumerate(rs.nodes) if n is None]
+        for req, _node in rs.running[:1]:
+            if dead:  # the request's lock names a page that is no live node
+                gone = _with_rank(s, 0, running=tuple((q, dead[0] if q == req else x) for q, x in rs.running))
+                assert bounded(gone) is False
+                assert invariant_values(m, gone, 0, ("lock_accounting",)) == {"lock_accounting": False}
+        broken_seen += 1
+    assert broken_seen
