@@ -21,6 +21,8 @@ from typing import Callable, Dict, NamedTuple
 import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
+from . import epr_counting as count
+from . import epr_locks
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
 from .paged import PAGE_FIELDS, QUEUE_PAGES, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
@@ -29,7 +31,9 @@ _ids = itertools.count()
 
 
 def view_ite(c, a: Paged, b: Paged) -> Paged:
-    out = {n: (lambda fa, fb: lambda p: z3.If(c, fa(p), fb(p)))(a.f[n], b.f[n]) for n in (*PAGE_FIELDS, *SLOT_FIELDS)}
+    # a field both branches share stays itself (epr_locks memoises counts per field)
+    out = {n: (lambda fa, fb: fa if fa is fb else lambda p: z3.If(c, fa(p), fb(p)))(a.f[n], b.f[n])
+           for n in (*PAGE_FIELDS, *SLOT_FIELDS)}
     return Paged({**out, **{n: z3.If(c, a.f[n], b.f[n]) for n in SCALAR_FIELDS}})
 
 
@@ -122,12 +126,14 @@ def evict_host(u, v: Paged, active, dups, leaf) -> Paged:
         u.facts.append(forall(lambda x: z3.Implies(r1(x), z3.And(on, spare(x)))))
         took_all = define(u, "pass1_exhausted", forall(lambda y: z3.Implies(spare(y), r1(y))))
         u.facts.append(forall(lambda x: z3.Implies(r2(x), z3.And(on, took_all, reclaimable(x), z3.Not(r1(x))))))
+    v = count.moved(u, v, "host_free", +1, count.node_pages(v, lambda x: z3.Or(r1(x), r2(x))), name="reclaimed")
     v = v.set_node(lambda x: z3.Or(r1(x), r2(x)), host=lambda x: z3.IntVal(ABSENT))
     v = v.named("reclaimed", u.facts)
     lru = choice("lru")
     u.facts.append(forall(lambda x: z3.Implies(lru(x), z3.And(
         active, v.live(x), v.dev(x) == ABSENT, v.lock(x) == 0, v.host(x) == HOST_RESIDENT, v.href(x) == 0))))
     u.facts.append(forall(lambda x, y: z3.Implies(z3.And(lru(x), v.live(y), u.forest.lt(x, y)), lru(y)), 2))
+    v = count.moved(u, v, "host_free", +1, count.node_pages(v, lru), name="lru")
     return remove_nodes(u, v, lru).named("lru", u.facts)
 
 
@@ -145,9 +151,16 @@ def prunable(u, v, e):
 def evict_on_rank(u, v: Paged, e, is_leaf) -> Paged:
     """_evict_on_rank of e, which is a device leaf of this view iff ``is_leaf``."""
     backed = v.host(e) == HOST_RESIDENT
+    v = count.moved(u, v, "dev_free", +1, count.node_pages(v, lambda x: z3.And(is_leaf, backed, x == e)), name="demoted")
     v = demote(v, e, z3.And(is_leaf, backed))
-    deletable = z3.BoolVal(True) if u.cfg.has("orphan-host-subtree") else define(u, "prunable", prunable(u, v, e))
+    orphan = u.cfg.has("orphan-host-subtree")
+    deletable = z3.BoolVal(True) if orphan else define(u, "prunable", prunable(u, v, e))
     gone = define(u, "delete", z3.And(is_leaf, z3.Not(backed), deletable))
+    # _delete: e's device pages, and (not orphan-host-subtree) the pruned subtree's host pages
+    v = count.moved(u, v, "dev_free", +1, count.node_pages(v, lambda x: z3.And(gone, x == e)), name="deleted")
+    if not orphan:
+        v = count.moved(u, v, "host_free", +1, count.node_pages(v, lambda x: z3.And(gone, below(u, v, e, x))),
+                        name="pruned")
     return remove_nodes(u, v, lambda x: z3.And(gone, z3.Or(x == e, below(u, v, e, x))))
 
 
@@ -165,18 +178,27 @@ def evict(u, v: Paged, a) -> Paged:
     copies only, so e is a device leaf after it iff it was before and is still live."""
     e, wp, leaf = a["node"], a["write_path"], a["leaf"]
     is_leaf = define(u, "leaf_e", z3.And(v.live(e), leaf(e)))
+    mark = count.mark(u)
     plain = evict_on_rank(u, v, e, is_leaf).named("plain", u.facts)
+    count.branch(u, mark, z3.Not(wp))
+    mark = count.mark(u)
     needs_write = define(u, "needs_write", z3.And(is_leaf, v.host(e) == ABSENT))
     alloc = evict_host(u, v, a["host_evict"], a["dups"], leaf)
     other = evict_on_rank(u, alloc, e, z3.And(z3.Not(needs_write), alloc.live(e), leaf(e)))
     do = define(u, "write", z3.And(needs_write, a["ok"]))
     a["backup_queued"] = z3.And(wp, do, b_(u.cfg.storage))  # e's H->L3 backup joins sq (proofs.epr_queues)
     storage = z3.If(b_(u.cfg.storage), 1, 0)
+    other = count.moved(u, other, "host_free", -1, count.node_pages(other, lambda x: z3.And(do, x == e)),
+                        count.peer_amount(u, do, "evict_need"), name="staged")
+    count.fits(u, other, "host_free")
     written = other.set_node(lambda x: z3.And(do, x == e), host=lambda x: z3.IntVal(HOST_RESIDENT),
                              href=lambda x: other.href(x) + storage)
     # ... and its storage backup queued (in flight)
     written = enqueue(written, "sfly", lambda p: z3.And(do, b_(u.cfg.storage), other.cached(p), other.own(p) == e))
+    written = count.moved(u, written, "dev_free", +1, count.node_pages(written, lambda x: z3.And(do, x == e)),
+                          name="demoted")
     written = demote(written, e, do).named("written", u.facts)
+    count.branch(u, mark, wp)
     return view_ite(wp, written, plain).named("evicted", u.facts)
 
 
@@ -212,7 +234,9 @@ def _split(u, v: Paged, c, cond=True) -> Paged:
         above = _parent(u)
         shift = lambda p: z3.And(split, v.dev(x) != ABSENT, f.in_chain(lower, x, p))
         new["dslot"] = lambda p: z3.If(shift(p), v.dslot(above(p)), v.dslot(p))
-    return v.update(**new).named("split", u.facts)
+    out = v.update(**new).named("split", u.facts)
+    epr_locks.same_counts(u, out, c, x)
+    return out
 
 
 def _parent(u):
@@ -268,11 +292,16 @@ def insert(u, v: Paged, a) -> Paged:
     wt = z3.Not(b_(cfg.wb))
     thr = z3.If(b_(cfg.sel), 2, 1)
     bump = lambda h: z3.If(h + 1 <= thr, h + 1, thr)
+    # the device pages taken: the un-evicted walked nodes' and the new leaf's (below)
+    v1 = count.moved(u, v1, "dev_free", -1, count.node_pages(v1, lambda y: z3.And(on_path(y), v1.dev(y) == ABSENT)),
+                     name="unevicted")
     v2 = v1.update(
         dev=lambda y: z3.If(z3.And(on_path(y), v1.dev(y) == ABSENT), z3.IntVal(RESIDENT), v1.dev(y)),
         hits=lambda y: z3.If(z3.And(on_path(y), v1.dev(y) != ABSENT, wt), bump(v1.hits(y)), v1.hits(y)),
     ).named("walked", u.facts)
     new = lambda p: z3.And(tail, f.in_chain(start, q, p))
+    v2 = count.moved(u, v2, "dev_free", -1, new, name="new_leaf")
+    count.fits(u, v2, "dev_free")  # insert's guard
     leaf_vals = dict(start=start, dev=z3.IntVal(RESIDENT), host=z3.IntVal(ABSENT), lock=z3.IntVal(0),
                      href=z3.IntVal(0), hits=z3.If(wt, bump(z3.IntVal(0)), 0), lbp=z3.BoolVal(False),
                      rel=z3.BoolVal(False))
@@ -281,6 +310,7 @@ def insert(u, v: Paged, a) -> Paged:
     fields["cached"] = lambda p: z3.Or(v2.cached(p), new(p))
     fields["own"] = lambda p: z3.If(new(p), q, v2.own(p))
     v3 = v2.update(**fields).named("inserted", u.facts)
+    epr_locks.no_counts(u, v3, q)
     v4 = evict_host(u, v3, z3.And(a["host_evict"], wt), a["dups"], a["leaf"])
     staged = choice("staged")
     if u.cfg.has("partial-backup-leak"):  # a rank may stage a node its peer picked
@@ -288,6 +318,9 @@ def insert(u, v: Paged, a) -> Paged:
     else:
         u.facts.append(forall(lambda y: z3.Implies(staged(y), z3.And(
             wt, v4.live(y), v4.host(y) == ABSENT, v4.dev(y) == RESIDENT))))
+    v4 = count.moved(u, v4, "host_free", -1, count.node_pages(v4, staged),
+                     count.peer_amount(u, True, "staged_need"), name="staged")
+    count.fits(u, v4, "host_free")
     out = v4.set_node(staged, host=lambda y: z3.IntVal(WRITING), lock=lambda y: v4.lock(y) + 1)
     # each staged node's D->H copy is queued, in flight
     return enqueue(out, "wfly", lambda p: z3.And(v4.cached(p), staged(v4.own(p)))).named("staged", u.facts)
@@ -319,6 +352,7 @@ def prefetch_from_storage(u, v: Paged, a) -> Paged:
     at = lambda x: z3.And(has, x == anc)
     v = v.set_node(at, href=lambda x: v.href(x) + 1).named("protected", u.facts)
     v = evict_host(u, v, a["host_evict"], a["dups"], a["leaf"])
+    v = count.reserve(u, v, a["ok"])
     # allocated: the prefetch joins pq (its anchor anchored); else the anchor is released
     v = enqueue(v, "anchored", lambda x: z3.And(at(x), a["ok"]))
     return v.set_node(lambda x: z3.And(at(x), z3.Not(a["ok"])), href=lambda x: v.href(x) - 1).named(
@@ -367,6 +401,7 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     fields["cached"] = lambda p: z3.Or(v1.cached(p), new(p))
     fields["own"] = lambda p: z3.If(new(p), last, v1.own(p))
     v2 = v1.update(**fields).named("fetched", u.facts)
+    epr_locks.no_counts(u, v2, last)
     release = lambda x: z3.And(a["has_anchor"], x == anc, v2.live(x))
     # the entry leaves pq: its anchor stays anchored only if another prefetch shares it
     shared = z3.Bool(f"anchor_shared!{next(_ids)}")
@@ -387,16 +422,22 @@ def lock_params(u) -> Dict:
 
 
 def lock_request(u, v: Paged, a) -> Paged:
-    """lock_request on one rank: a node boundary at the device match's last page, the
-    locks on its path change (not followed)."""
-    last = a["last"]
-    u.facts.append(z3.And(v.cached(last), v.dev(v.own(last)) != ABSENT))
-    return havoc(_split(u, v, last), "locked", "lock").named("locked", u.facts)
+    """lock_request on one rank: a node boundary at the device match's last page, every
+    node on its path locked once more (inc_lock_ref)."""
+    last, req = a["last"], a["req"]
+    u.facts.append(z3.And(b_(u.cfg.request_locks), v.cached(last), v.dev(v.own(last)) != ABSENT, z3.Not(v.runs(req))))
+    v = _split(u, v, last)
+    out = count.lock_path(u, v, last, +1).update(
+        runs=lambda q: z3.Or(v.runs(q), q == req), rlock=lambda q: z3.If(q == req, last, v.rlock(q)))
+    out = out.named("locked", u.facts)
+    epr_locks.runs_added(u, v, out, req)
+    return out
 
 
 def unlock_request(u, v: Paged, a) -> Paged:
-    """unlock_request: lock counts change (not followed)."""
-    return havoc(v, "unlocked", "lock").named("unlocked", u.facts)
+    """unlock_request: dec_lock_ref on the node the request locked (epr_counting.unlock_params),
+    if it is still live."""
+    return count.unlock(u, v, a)
 
 
 def disabled(u) -> Dict:
@@ -446,7 +487,9 @@ def reads_settle(u, v: Paged, a) -> Paged:
 def revoke(u, v: Paged, a) -> Paged:
     """prefetch_revoke: flags only; revoke-frees-in-flight frees the host slots while the
     read may still run (a read into freed slots may start)."""
-    return havoc_scalars(v, "revoke", "pfreed") if u.cfg.has("revoke-frees-in-flight") else v
+    if u.cfg.has("revoke-frees-in-flight"):
+        return count.unreserve(u, havoc_scalars(v, "revoke", "pfreed"))
+    return v
 
 
 def havoc(v: Paged, name: str, *fields) -> Paged:
@@ -465,7 +508,7 @@ def no_params(u) -> Dict:
 def initial(u, v: Paged, a) -> Paged:
     """initial_state: nothing cached, no durable marks, an empty store."""
     false = lambda p: z3.BoolVal(False)
-    return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True),
+    return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True), lanch=false, runs=false,
                     **{q: false for q in QUEUE_PAGES}, pfreed=z3.BoolVal(False),
                     planned=z3.BoolVal(False), plan_wf=z3.BoolVal(True), hung=z3.IntVal(0), halted=z3.IntVal(0),
                     **{n: z3.BoolVal(True) for n in REGISTRY},
@@ -552,11 +595,12 @@ def writing_check(u, v: Paged, a) -> Paged:
 
 def loading_check(u, v: Paged, a) -> Paged:
     """loading_check (or its halt): the nodes covering the acked H->D copies become
-    device resident with the load-back mark cleared; locks on their paths change (not
-    followed)."""
+    device resident with the load-back mark cleared; each acked copy unlocks its anchor's
+    path (epr_counting.unlock_loads)."""
     done, left = _committed(u, v, "ldn", "loaded")
     a["loaded"] = done  # (proofs.epr_queues: the nodes of the committed entries)
-    out = havoc(v.set_node(done, dev=lambda x: z3.IntVal(RESIDENT), lbp=lambda x: z3.BoolVal(False)), "loaded", "lock")
+    out = count.unlock_loads(u, v.set_node(done, dev=lambda x: z3.IntVal(RESIDENT), lbp=lambda x: z3.BoolVal(False)),
+                             done)
     return havoc_scalars(out.update(ldn=left), "loaded", "halted").named("loaded", u.facts)
 
 
@@ -611,9 +655,9 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("check_prefetch_progress", check_prefetch_params, check_prefetch_progress, PREFETCH_CHECK),
     # victim_order = "lru": a rank's own touch moves its clock only (not in the view)
     UAction("local_access", no_params, unchanged, ALL),
-    # request locks: a split where the device match ends, lock counts not followed
-    UAction("lock_request", lock_params, lock_request, tuple(t for t in ALL if t != "counter_sanity")),
-    UAction("unlock_request", no_params, unlock_request, tuple(t for t in ALL if t != "counter_sanity")),
+    # request locks: a split where the device match ends, the path locked once more (or unlocked)
+    UAction("lock_request", lock_params, lock_request, ALL),
+    UAction("unlock_request", count.unlock_params, unlock_request, ALL),
     UAction("write_dma_done", no_params, write_dma_done, ALL),
     UAction("load_dma_done", no_params, load_dma_done, ALL),
     UAction("prefetch_io", no_params, reads_settle, ALL),
@@ -638,7 +682,8 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     # the loaded nodes are those of finished H->D copies (LOADING: queue_pages), so
     # device_closed holds too
     UAction("loading_check", no_params, loading_check,  # halts, never hangs
-            SHAPE + ("no_ghost", "no_use_after_free", "node_fields", "device_closed", "no_collective_hang") + OFF_SYNC),
+            SHAPE + ("no_ghost", "no_use_after_free", "counter_sanity", "node_fields", "device_closed",
+                     "no_collective_hang") + OFF_SYNC),
 ]}
 
 
@@ -654,8 +699,17 @@ def effect(u, name: str, pre: Paged, params) -> Paged:
     leaves a hung or halted state (proofs/encode/actions.py's guard)."""
     if name != "init":
         u.facts += [pre.hung == 0, pre.halted == 0]
-    post = UACTIONS[name].effect(u, pre, params)
+    count.begin(u)
+    post = count.settle(u, name, pre, UACTIONS[name].effect(u, pre, params))
     if name in REGISTRY_WRITERS:
         post = havoc_scalars(post, "registry", *REGISTRY)
     # a step that evicts first slot-steps the eviction itself (epr_sched_evict._slotted)
     return slot_step(u, params.get("slot_base", pre), post) if u.slots and name != "init" else post
+
+
+# slot_conservation where the counters are followed (proofs.epr_counting)
+for _name in count.COUNTED:
+    UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("slot_conservation",))
+# lock_accounting where the lock counts are followed (proofs.epr_locks)
+for _name in epr_locks.ACTIONS:
+    UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("lock_accounting",))

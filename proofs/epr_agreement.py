@@ -69,9 +69,9 @@ def invariant_values(m, s, r: int, names=None) -> Dict[str, bool]:
     """Every unbounded invariant (or those named) on rank r of explicit state s."""
     u, pages, facts = _base(m)
     v, vf = _lift(m, s, r, u, pages)
-    return _all_hold(pages, facts + vf, {n: p.fn(u, v) for n, p in UPROPS.items() if p.kind == "invariant"
-                                         and (names is None or n in names) and (u.slots or n != "slot_ownership")},
-                     u.slot_consts)
+    formulas = {n: p.fn(u, v) for n, p in UPROPS.items() if p.kind == "invariant"
+                and (names is None or n in names) and (u.slots or n != "slot_ownership")}
+    return _all_hold(pages, facts + vf + u.facts, formulas, u.slot_consts)  # u.facts: set sizes
 
 
 def hypothesis_values(m, s, r: int) -> Dict[str, bool]:
@@ -92,7 +92,8 @@ def same_view(u, a, b):
             z3.Implies(live, z3.And(*[getattr(a, f)(p) == getattr(b, f)(p) for f in NODE_FIELDS])),
             a.durable(p) == b.durable(p), a.store(p) == b.store(p),
             z3.Implies(z3.And(u.slots, holds_device_slot(a, p)), a.dslot(p) == b.dslot(p)),
-            *[a.f[n](p) == b.f[n](p) for n in QUEUE_PAGES],
+            *[a.f[n](p) == b.f[n](p) for n in (*QUEUE_PAGES, "lanch", "runs")],
+            z3.Implies(a.runs(p), a.rlock(p) == b.rlock(p)),
         )
 
     x = z3.Const(f"x!{id(a)}", SlotSort)

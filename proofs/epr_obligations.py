@@ -24,6 +24,7 @@ import z3
 from .config import ProofConfig
 from .epr_sched_evict import SPLIT, UNDECIDED_ON, excluded, parts
 from .epr_actions import UACTIONS, effect
+from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, counting_facts, exact
 from .epr_frame import READS, frame
 from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
 from . import epr_queues
@@ -96,8 +97,10 @@ def setup(action: str, variants=frozenset(), fix=None) -> USetup:
     post = effect(u, action, pre, params)
     sol = z3.Solver()
     sol.add(*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in cfg.constraints()])
-    sol.add(*[UPROPS[n].fn(u, pre) for n in UINVARIANTS])
-    sol.add(*u.facts)
+    # the counting facts and invariants only where a counting target needs them (check)
+    sol.add(*[UPROPS[n].fn(u, pre) for n in UINVARIANTS if n not in TARGETS])
+    apart = {f.get_id() for f in counting_facts(u)}
+    sol.add(*[f for f in u.facts if f.get_id() not in apart])
     return USetup(u, pre, post, params, sol)
 
 
@@ -109,9 +112,10 @@ _QUEUE_ACTIONS = ("writing_check", "loading_check", "check_prefetch_progress")
 def hypotheses(su: USetup, target: str, action: str) -> list:
     if target in epr_queues.UQPROPS:  # queue entries (proofs.epr_queues)
         return epr_queues.hypotheses(su)
+    out = [h(su.u, su.pre) for h in COUNT_HYPOTHESES.values()] if target in TARGETS else []
     if target in ("no_use_after_free", "counter_sanity") or action in _QUEUE_ACTIONS:
-        return [h(su.u, su.pre) for h in UHYPOTHESES.values()]
-    return []
+        return out + [h(su.u, su.pre) for h in UHYPOTHESES.values()]
+    return out
 
 
 def goal(su: USetup, target: str):
@@ -129,16 +133,23 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
     t0 = time.perf_counter()
     su.solver.set("timeout", timeout_ms)
     su.solver.push()
+    counted = target in TARGETS
+    if counted:
+        su.solver.add(*counting_facts(su.u), *[UPROPS[n].fn(su.u, su.pre) for n in TARGETS])
+    known = len(su.u.facts)
     su.solver.add(*hypotheses(su, target, action), *excluded(su.u, target, action))
     if target in epr_queues.UQPROPS:  # conjunct by conjunct (epr_queues.decide)
         res, model = epr_queues.decide(su, target)
     else:
-        su.solver.add(z3.Not(goal(su, target)))
+        negated = z3.Not(goal(su, target))
+        su.solver.add(*su.u.facts[known:], negated)  # facts the goal named (set sizes)
         res = su.solver.check()
         model = su.solver.model() if res == z3.sat else None
-        if res == z3.unknown:
-            model = finite_model(list(su.solver.assertions()))
-            res = z3.sat if model is not None else res
+        if res == z3.unknown or (res == z3.sat and counted):
+            # with set sizes, a model of the abstraction may give a size no finite set has:
+            # the counterexample is searched for with every size exact (epr_counting.exact)
+            model = finite_model(list(su.solver.assertions()), extra=exact(su.u) if counted else None)
+            res = z3.sat if model is not None else z3.unknown
     cti = extract(su, model, target, action) if model is not None else None
     su.solver.pop()
     status = "proved" if res == z3.unsat else ("failed" if res == z3.sat else "unknown")
@@ -154,9 +165,13 @@ def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
     pair = [t for t in targets if pair_covered(t, action)]  # two ranks' views
     targets = [t for t in targets if t not in pair]
     # frame obligations: the step writes nothing the target reads (epr_frame)
-    framed = [t for t in targets if t not in UPROPS and frame(t, action)]
+    # a target the action's encoding does not decide is covered as a frame obligation
+    decided = UACTIONS[action].targets
+    framed = [t for t in targets if t not in decided and frame(t, action)]
     out = [Result(t, action, "proved", 0.0, None, "any") for t in framed]
-    out += [prove_pair(action, variants, fix) for _t in pair]
+    # the two-view proof follows the step without its own eviction (UNDECIDED_ON: bounded with it)
+    pfix = {**(fix or {}), SPLIT[action]: False} if action in SPLIT and SPLIT[action] not in (fix or {}) else fix
+    out += [prove_pair(action, variants, pfix) for _t in pair]
     targets = [t for t in targets if t not in framed]
     if not targets:
         return out

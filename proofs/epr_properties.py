@@ -19,6 +19,8 @@ import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 
+from . import epr_counting as _counting
+from . import epr_locks as _locks
 from .forest import PageSort, SlotSort, exists, forall
 
 _ids = itertools.count()
@@ -331,6 +333,8 @@ UPROPS: Dict[str, UProp] = {
         UProp("counter_sanity", "invariant", counter_sanity),
         UProp("prefix_closed", "invariant", prefix_closed),
         UProp("slot_ownership", "invariant", slot_ownership),
+        UProp("slot_conservation", "invariant", _counting.slot_conservation),
+        UProp("lock_accounting", "invariant", _locks.lock_accounting),
         UProp("locked_never_evicted", "transition", locked_never_evicted),
         UProp("release_safety", "transition", release_safety),
         UProp("tree_owner", "invariant", tree_owner),

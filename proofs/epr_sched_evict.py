@@ -246,6 +246,7 @@ def load(u, was: Paged, v: Paged, e) -> Paged:
         dev=lambda x: z3.If(kept(x), z3.IntVal(LOADING), v.dev(x)),
         lbp=lambda x: z3.Or(kept(x), v.lbp(x)),
         lock=lambda x: z3.If(on_path(x), v.lock(x) + 1, v.lock(x)),
+        lanch=lambda p: z3.Or(v.lanch(p), p == e),  # the copy's anchor (proofs.epr_locks)
     ).named("loading", u.facts)
 
 
@@ -293,7 +294,9 @@ SPLIT = {"insert": "insert_evicts", "load_back": "load_back_evicts"}
 # Obligations z3 does not decide in time with the option on (model-based instantiation
 # gives up, and the finite-model search finds no counterexample within its limits): proved page-sorted
 # with it off only, and bounded with it on (proofs.audit, epr_obligations.BOUNDED_UNDER).
-UNDECIDED_ON = {"insert": ("prefix_closed", "tree_closed")}
+# The counting targets (proofs.epr_counting, epr_locks) and rank_agreement over two views
+# (proofs.epr_rank_agreement) follow insert without its own eviction only: bounded with it on.
+UNDECIDED_ON = {"insert": ("prefix_closed", "tree_closed", "slot_conservation", "lock_accounting", "rank_agreement")}
 
 
 def parts(action: str, fix=None) -> list:

@@ -191,20 +191,22 @@ def ground(formulas, pages, slots=(), extra=None) -> list:
     return out + pins
 
 
-def finite_model(formulas, sizes=range(1, 9), timeout_ms: int = 20000, extra_sorts=()):
+def finite_model(formulas, sizes=range(1, 9), timeout_ms: int = 20000, extra_sorts=(), extra=None):
     """A model of the formulas whose page sort has exactly n elements, for the first n
     in ``sizes`` that has one (quantifiers expanded, ``ground``), else None. Where
     model-based instantiation gives up on a satisfiable obligation, this finds its
     finite counterexample; a model of any size is a real one. ``extra_sorts`` (queue
-    entries, proofs.epr_queues) get n elements too."""
+    entries, proofs.epr_queues) get n elements too; ``extra(pages)``: more facts over the
+    page constants (proofs.epr_counting.exact: set sizes)."""
     for n in sizes:
         pages = [z3.Const(f"u{i}!{next(_ids)}", PageSort) for i in range(n)]
         slots = [z3.Const(f"v{i}!{next(_ids)}", SlotSort) for i in range(n)]  # a pool as large as the forest
-        extra = {srt: [z3.Const(f"w{i}!{next(_ids)}", srt) for i in range(n)] for srt in extra_sorts}
+        others = {srt: [z3.Const(f"w{i}!{next(_ids)}", srt) for i in range(n)] for srt in extra_sorts}
         sol = z3.Solver()
         sol.set("timeout", timeout_ms)
-        distinct = [z3.Distinct(*xs) for xs in (pages, slots, *extra.values())] if n > 1 else []
-        sol.add(*distinct, *ground(formulas, pages, slots, extra))
+        more = list(extra(pages)) if extra else []
+        distinct = [z3.Distinct(*xs) for xs in (pages, slots, *others.values())] if n > 1 else []
+        sol.add(*distinct, *ground(list(formulas) + more, pages, slots, others))
         if sol.check() == z3.sat:
             return sol.model()
     return None

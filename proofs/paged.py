@@ -37,6 +37,10 @@ PAGE_FIELDS: Dict[str, object] = {
     # (lq, ldone); on an H->L3 backup whose ack has not come (sq[len(sdone):]);
     # ``anchored``: the page ends the anchor node of some prefetch in pq
     **{q: B for q in QUEUE_PAGES},
+    # entries named by pages, for counting (proofs.epr_locks): ``lanch``, the page ends the
+    # anchor of an H->D copy in lq; ``runs``, the request ending at the page is running,
+    # ``rlock`` the node end its lock names (RankState.running)
+    "lanch": B, "runs": B, "rlock": PageSort,
 }
 # Per-slot state of the device pool (Config ``slots``): the free set, RankState.dfree.
 SLOT_FIELDS: Dict[str, object] = {"dfree": B}
@@ -54,7 +58,10 @@ REGISTRY = {"dups_wf": B, "dups_empty": B, "digest_wf": B, "digest_empty": B}
 # ``reads``: this rank's backups read host pages (not a single-writer follower: static);
 # ``pfreed``: some prefetch read is in flight into host slots already freed
 # (spec/prefetch_end.py read_into_freed).
-SCALAR_FIELDS: Dict[str, object] = {**SHARED, "planned": B, "plan_wf": B, "hung": I, "halted": I,
+# The pools' free counters (RankState.dev_free, host_free) and the host pages the
+# prefetches in flight hold (spec/prefetch_end.py held_by_prefetches): proofs.epr_counting.
+COUNTERS = {"dev_free": I, "host_free": I, "pq_held": I}
+SCALAR_FIELDS: Dict[str, object] = {**SHARED, **COUNTERS, "planned": B, "plan_wf": B, "hung": I, "halted": I,
                                     **{f"r0_{n}": x for n, x in SHARED.items()}, **REGISTRY,
                                     "reads": B, "pfreed": B}
 NODE_FIELDS = ("start", "dev", "host", "lock", "href", "hits", "lbp", "rel")
@@ -155,9 +162,13 @@ def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = ""
     for pre, x in (("", rs), ("r0_", r0 or rs)):
         facts += [v.f[pre + "closed"] == x.closed, v.f[pre + "mismatch"] == x.mismatch,
                   v.f[pre + "relq_n"] == len(x.relq), v.f[pre + "relq_sum"] == sum(x.relq)]
+    from ..spec.prefetch_end import held_by_prefetches
+
+    facts += [v.dev_free == rs.dev_free, v.host_free == rs.host_free, v.pq_held == held_by_prefetches(rs)]
     q = queues or {}
     facts += [v.reads == bool(q.get("reads", True)), v.pfreed == bool(q.get("pfreed", False))]
-    facts += [v.f[n](c) == (p in q.get(n, ())) for n in QUEUE_PAGES for p, c in enumerate(pages)]
+    facts += [v.f[n](c) == (p in q.get(n, ())) for n in (*QUEUE_PAGES, "lanch", "runs") for p, c in enumerate(pages)]
+    facts += [v.rlock(pages[p]) == pages[e] for p, e in q.get("rlock", {}).items()]
     if rs.dslot:
         facts += [v.dfree(x) == bool(rs.dfree >> i & 1) for i, x in enumerate(slots)]
     for p, c in enumerate(pages):
@@ -186,6 +197,9 @@ def queue_pages(m, rs, r: int) -> dict:
     return {"wfly": chain(rs.wq[rs.wdone:]), "wdn": chain(rs.wq[:rs.wdone]),
             "lfly": chain(rs.lq[rs.ldone:]), "ldn": chain(rs.lq[:rs.ldone]),
             "sfly": chain(rs.sq[len(rs.sdone):]), "anchored": {op[1] for op in rs.pq if op[1] >= 0},
+            "lanch": {end for _start, end in rs.lq},
+            "runs": {m.pages.request_pages[q][-1] for q, _e in rs.running},
+            "rlock": {m.pages.request_pages[q][-1]: e for q, e in rs.running},
             "reads": not (m.cfg.single_writer and r > 0), "pfreed": read_into_freed(m, rs) is not None}
 
 
@@ -214,6 +228,7 @@ def read_rank(model, v: Paged, order) -> dict:
         out[name] = [pv(getattr(v, name)(x)) for x in order]
     out["dfree"] = [pv(v.dfree(x)) for x in model.get_universe(SlotSort) or []]
     out["closed"] = pv(v.closed)
+    out.update({c: pv(v.f[c]) for c in COUNTERS})
     return out
 
 
@@ -231,7 +246,7 @@ def values_to_rank(vals: dict):
     from ..spec.state import ABSENT
 
     held = [owner[p] >= 0 and nodes[owner[p]].dev != ABSENT for p in range(k)]
-    return RankState(owner=owner, nodes=nodes, dev_free=0, host_free=0,
+    return RankState(owner=owner, nodes=nodes, dev_free=vals.get("dev_free", 0), host_free=vals.get("host_free", 0),
                      durable=sum(1 << p for p in range(k) if vals["durable"][p]),
                      dslot=tuple(vals["dslot"][p] if held[p] else -1 for p in range(k)),
                      dfree=sum(1 << i for i, f in enumerate(vals["dfree"]) if f), closed=vals.get("closed") is True)
