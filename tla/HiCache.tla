@@ -1240,6 +1240,13 @@ durable_only_when_acked == [][DurableStep]_vars
 \* 5. a host copy dropped under a resident device copy was idle, not load-back
 \*    pending, and (write-through) unlocked and durable, or (write_back) not an
 \*    evictable leaf while a non-leaf duplicate was reclaimable.
+\* d is the anchor a prefetch_from_storage step protects only while it runs (spec/prefetch.py
+\* held_during_step): its reclaim could not take d, though d is reclaimable before and after.
+HeldByPrefetchStep(d) ==
+    Prefetch /\ Storage /\ \E req \in Reqs :
+        /\ Anchor(ranks[0], req)[2] = d
+        /\ \E fail \in FailSets : prefetch_from_storage(req, fail)
+
 \* insert_evicts / load_back_evicts: the nodes the step's own eviction ran with locked on
 \* a rank (spec/write_path.py and spec/load_path.py held_while_evicting): the request's
 \* last matched node / the loaded node and their paths, when the rank lacked room.
@@ -1255,13 +1262,6 @@ LoadBackHeld(rs, e) ==
 HeldWhileEvicting(r, e) ==
     \/ InsertEvicts /\ \E req \in Reqs : e \in InsertHeld(ranks[r], req) /\ \E fail \in FailSets : insert(req, fail)
     \/ LoadBackEvicts /\ ~CpPlanner /\ \E x \in Pages : e \in LoadBackHeld(ranks[r], x) /\ load_back(x)
-
-\* d is the anchor a prefetch_from_storage step protects only while it runs (spec/prefetch.py
-\* held_during_step): its reclaim could not take d, though d is reclaimable before and after.
-HeldByPrefetchStep(d) ==
-    Prefetch /\ Storage /\ \E req \in Reqs :
-        /\ Anchor(ranks[0], req)[2] = d
-        /\ \E fail \in FailSets : prefetch_from_storage(req, fail)
 
 ReleaseOk(r, rs, rt, e) ==
     LET n == rt.nodes[e] IN
