@@ -220,12 +220,13 @@ def settle(u, name: str, pre: Paged, post: Paged) -> Paged:
     """The step's counters: init's values, the balance instances of a counted step, free
     values otherwise."""
     ledger = u.__dict__.pop("ledger", [])
+    uncounted = u.__dict__.pop("uncounted", False)  # a step's own eviction ran (epr_sched_evict)
     if name == "init":  # nothing held: an empty set has size 0
         _fact(u, *[z3.Implies(forall(lambda p: z3.Not(held(post, pool)(p))), held_size(u, post, pool) == 0)
                    for pool in POOLS])
         return post.update(dev_free=const(u.cfg.device_pages), host_free=const(u.cfg.host_pages),
                            pq_held=z3.IntVal(0))
-    if name not in COUNTED:
+    if name not in COUNTED or uncounted:
         return post.update(**{c: z3.Int(f"{name}.{c}!{next(_ids)}") for c in COUNTERS})
     _fact(u, *[balance(u, pre, post, pool, ledger) for pool in POOLS])
     return post
@@ -239,7 +240,8 @@ def fits(u, v: Paged, pool: str) -> None:
     taking, has a counter >= 0 (insert's guard: insert_device_need, computed by the walk
     the insert then does, <= dev_free; a host allocation's success: allocate_host's ok
     means host_free >= need)."""
-    _fact(u, v.f[pool] >= 0)
+    if not getattr(u, "uncounted", False):
+        _fact(u, v.f[pool] >= 0)
 
 
 def peer_amount(u, when, name: str) -> Callable:

@@ -169,9 +169,7 @@ def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
     decided = UACTIONS[action].targets
     framed = [t for t in targets if t not in decided and frame(t, action)]
     out = [Result(t, action, "proved", 0.0, None, "any") for t in framed]
-    # the two-view proof follows the step without its own eviction (UNDECIDED_ON: bounded with it)
-    pfix = {**(fix or {}), SPLIT[action]: False} if action in SPLIT and SPLIT[action] not in (fix or {}) else fix
-    out += [prove_pair(action, variants, pfix) for _t in pair]
+    out += [prove_pair(action, variants, fix) for _t in pair]
     targets = [t for t in targets if t not in framed]
     if not targets:
         return out

@@ -271,8 +271,13 @@ def prove(action: str, variants=frozenset(), fix=None):
     here, the diverged case empty (case_vacuity; init has none)."""
     from .case_vacuity import diverged_excused, vacuous
     from .epr_obligations import extract
+    from .epr_sched_evict import SPLIT
     from .obligations import Result
 
+    # the step without its own eviction (insert_evicts): its eviction's choices are not
+    # paired, and the obligation is bounded with it on (epr_sched_evict.UNDECIDED_ON)
+    if action in SPLIT and SPLIT[action] not in (fix or {}):
+        fix = {**(fix or {}), SPLIT[action]: False}
     t0 = time.perf_counter()
     if action != "init" and not (vacuous(action, "diverged", variants, fix=fix)
                                  or diverged_excused(action, variants, fix=fix)):

@@ -197,6 +197,10 @@ def _evicting(u, v: Paged, a, flag, hold, step, name: str) -> Paged:
     # rank does, as the bounded encoding assumes (encode/eviction.evict); free under variants
     mine = active if not u.cfg.variants else z3.And(active, z3.Bool(f"{name}.mine!{next(_ids)}"))
     a["evict_held"] = lambda x: z3.And(mine, hold(x))  # spec/properties._held_while_evicting
+    # the counters are not followed through an eviction (the counting targets are bounded
+    # with the option on, UNDECIDED_ON): the step's counters are free (epr_counting.settle)
+    # and its fits constrain nothing
+    u.uncounted = True
     mid = make_room(u, v, active, mine, hold, a["dups"], name)
     mid = _slotted(u, v, mid, a)
     fits = z3.Bool(f"{name}.fits!{next(_ids)}")
