@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from types import SimpleNamespace
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple
 
 import z3
 

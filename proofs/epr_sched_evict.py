@@ -71,25 +71,12 @@ def _some_above(u, pred, name: str):
     return lambda x: z3.And(pred(sk(x)), f.lt(sk(x), x))
 
 
-def _some_below(u, pred, name: str):
-    """x has a strict descendant satisfying pred, named by a witness function."""
-    f = u.forest
-    sk = z3.Function(f"{name}!{next(_ids)}", PageSort, PageSort)
-    u.facts.append(forall(lambda x, y: z3.Implies(z3.And(pred(y), f.lt(x, y)), z3.And(pred(sk(x)), f.lt(x, sk(x)))), 2))
-    return lambda x: z3.And(pred(sk(x)), f.lt(x, sk(x)))
-
-
-def _below(u, v, x, y):
-    """y is a live node strictly below node x."""
-    return z3.And(v.live(y), u.forest.lt(x, y))
-
-
 def make_room(u, v: Paged, active, mine, hold, dups, name: str) -> Paged:
     """make_room on one rank: ``active`` (some rank lacked room: the agreed host
     allocations may run here), ``mine`` (this rank lacked room: it takes victims),
     ``hold(x)`` (x is on the held node's path, locked meanwhile). Reclaim, victims, LRU
     host eviction as the module says; returns the view after it."""
-    cfg, f = u.cfg, u.forest
+    cfg = u.cfg
     wb = b_(cfg.wb)
     u.facts.append(z3.Implies(mine, active))
     # 1. duplicate reclaim (in a victim's host allocation: write_back)
