@@ -160,10 +160,10 @@ def test_queue_obligations_proved_for_any_pages():
 @pytest.mark.parametrize("variant,action,targets", [
     # a busy mirror released: its backup reads a freed host copy (bounded: the same three fail)
     ("release-busy", "drain_storage_control_queues", ("backup_queue", "no_use_after_free", "release_safety")),
-    # a host-resident subtree under a backup deleted with the evicted leaf
-    ("orphan-host-subtree", "evict", ("backup_queue",)),
-    # the ack reports the whole batch although only a prefix was stored
-    ("failed-batch-acked", "storage_backup_done", ("storage_acks",)),
+    # a host-resident subtree under a backup deleted with the evicted leaf (-m slow: 50-60 s)
+    pytest.param("orphan-host-subtree", "evict", ("backup_queue",), marks=pytest.mark.slow),
+    # the ack reports the whole batch although only a prefix was stored (-m slow: 50 s)
+    pytest.param("failed-batch-acked", "storage_backup_done", ("storage_acks",), marks=pytest.mark.slow),
 ])
 def test_variants_fail_the_moved_obligations_for_any_pages_with_a_cti(variant, action, targets):
     results = {r.target: r for r in prove_action(action, targets=list(targets), variants=frozenset({variant}))}

@@ -102,6 +102,10 @@ def test_both_actions_are_covered_for_any_number_of_pages():
     assert set(targets_for("load_back")) > {"no_ghost", "planner_determinism"}
 
 
+# -m slow: about 90 s each on a loaded CI machine; the default run keeps the bounded CTI of
+# load-back-evicts-chain-unlocked and the concrete witness of lru-evicts-locked-parent
+# (tests/proofs/test_proofs_scheduler_evicts.py).
+@pytest.mark.slow
 @pytest.mark.parametrize("action,target,variant", [
     ("insert", "locked_never_evicted", "lru-evicts-locked-parent"),
     ("load_back", "no_use_after_free", "load-back-evicts-chain-unlocked"),
