@@ -89,7 +89,9 @@ def test_pools_shape_device_and_pinning():
     dev.layer_view()[1, 0, 3] = 9.0  # a view: writes land in page 3
     assert bool((dev.data[3, 1, 0] == 9.0).all())
     with pytest.raises(UserError, match="capacity"):
-        HostPool(L, 0)
+        HostPool(L, -1)
+    empty = HostPool(L, 0)  # no host tier: every allocation fails
+    assert empty.available() == 0 and empty.alloc(1) is None and empty.alloc(0) == []
 
 
 def test_poison_on_free_makes_freed_page_unreadable():
