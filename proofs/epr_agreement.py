@@ -48,15 +48,15 @@ def _registry(pages, dups):
     return d, [d(c) == (i in dups) for i, c in enumerate(pages)]
 
 
-def _all_hold(pages, facts, formulas: Dict, slots=()) -> Dict[str, bool]:
-    """Whether each formula follows from the facts over the closed sorts; the facts are
-    grounded once for all of them."""
+def _all_hold(pages, facts, formulas: Dict, slots=(), extra=None) -> Dict[str, bool]:
+    """Whether each formula follows from the facts over the closed sorts (``extra``: more
+    closed sorts, as forest.ground takes them); the facts are grounded once for all."""
     sol = z3.Solver()
-    sol.add(*ground(list(facts), pages, slots))
+    sol.add(*ground(list(facts), pages, slots, extra))
     out = {}
     for n, f in formulas.items():
         sol.push()
-        sol.add(*ground([z3.Not(f)], pages, slots))
+        sol.add(*ground([z3.Not(f)], pages, slots, extra))
         res = sol.check()
         if res == z3.unknown:
             raise RuntimeError(f"z3 could not evaluate {n}: {sol.reason_unknown()}")

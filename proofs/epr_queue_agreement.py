@@ -17,7 +17,7 @@ from typing import Dict, List
 
 import z3
 
-from .epr_agreement import _base, _lift, step_setup
+from .epr_agreement import _all_hold, _base, _lift, step_setup
 from .epr_queues import QUEUES, SORTS, UQHYPOTHESES, UQPROPS, Order, step, symbolic
 from .forest import ground
 
@@ -77,22 +77,7 @@ def values(m, s, r: int) -> Dict[str, bool]:
     order = Order(f"before{id(s)}")
     Q, qf = lift(m, rs, pages, consts, order)
     fs = {n: fn(u, v, Q, order) for n, fn in {**UQPROPS, **UQHYPOTHESES}.items()}
-    return _all_hold_q(pages, facts + vf + qf + order_facts(consts, order), fs, u.slot_consts, consts)
-
-
-def _all_hold_q(pages, facts, formulas, slots, consts) -> Dict[str, bool]:
-    sol = z3.Solver()
-    sol.add(*ground(list(facts), pages, slots, consts))
-    out = {}
-    for n, f in formulas.items():
-        sol.push()
-        sol.add(*ground([z3.Not(f)], pages, slots, consts))
-        res = sol.check()
-        if res == z3.unknown:
-            raise RuntimeError(f"z3 could not evaluate {n}: {sol.reason_unknown()}")
-        out[n] = res == z3.unsat
-        sol.pop()
-    return out
+    return _all_hold(pages, facts + vf + qf + order_facts(consts, order), fs, u.slot_consts, consts)
 
 
 def line_up(pre, post, q: str):

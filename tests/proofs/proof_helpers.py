@@ -22,3 +22,17 @@ def walk(m: Model, seed: int, steps: int):
         _a, s = rng.choice(succ)
         out.append(s)
     return out
+
+
+def reachable(m: Model, limit: int = 5000):
+    """Reachable states breadth-first, level by level, until ``limit`` are known."""
+    seen, frontier = dict.fromkeys(m.init_states()), list(m.init_states())
+    while frontier and len(seen) < limit:
+        nxt = []
+        for s in frontier:
+            for _a, t in m.successors(s):
+                if t not in seen:
+                    seen[t] = None
+                    nxt.append(t)
+        frontier = nxt
+    return list(seen)

@@ -14,7 +14,7 @@ from tiercheck.spec.model import Model
 from tiercheck.spec.prefetch_end import FREED
 from tiercheck.spec.properties import BY_NAME as SPEC
 
-from .proof_helpers import model, walk
+from .proof_helpers import model, reachable, walk
 
 SLOT_MODELS = ("slots-1r", "slots-prefetch-1r")
 
@@ -46,19 +46,6 @@ def _states(m, seeds=6, steps=30):
     return list(dict.fromkeys(out))
 
 
-def _reachable(m, limit):
-    seen, frontier = dict.fromkeys(m.init_states()), list(m.init_states())
-    while frontier and len(seen) < limit:
-        nxt = []
-        for s in frontier:
-            for _a, t in m.successors(s):
-                if t not in seen:
-                    seen[t] = None
-                    nxt.append(t)
-        frontier = nxt
-    return list(seen)
-
-
 def _spread(states, n):
     return states[:: max(1, len(states) // n)][:n]
 
@@ -79,7 +66,7 @@ def test_host_slot_ownership_has_the_spec_value_on_reachable_states(name):
 @pytest.mark.parametrize("name", ["variants/prefetch-double-free", "seed004/wt-orphan-1r"])
 def test_host_slot_ownership_has_the_spec_value_where_a_variant_breaks_it(name):
     m = _with(name, slots=True)
-    states = _reachable(m, 4000)
+    states = reachable(m, 4000)
     bad = [s for s in states if _host_half(m, s) is not None]
     assert bad, f"{name}: no reachable state breaks the host half"
     for s in _spread(bad, 10) + _spread([s for s in states if s not in bad], 20):

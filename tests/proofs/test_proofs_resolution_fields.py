@@ -14,20 +14,7 @@ from tiercheck.proofs.obligations import prove_action
 from tiercheck.spec.properties import BY_NAME as BY_NAME_SPEC
 from tiercheck.spec.state import is_host_leaf, live_nodes
 
-from .proof_helpers import model, walk
-
-
-def _reachable(m, limit=5000):
-    seen, frontier = dict.fromkeys(m.init_states()), list(m.init_states())
-    while frontier and len(seen) < limit:
-        nxt = []
-        for s in frontier:
-            for _a, t in m.successors(s):
-                if t not in seen:
-                    seen[t] = None
-                    nxt.append(t)
-        frontier = nxt
-    return list(seen)
+from .proof_helpers import model, reachable, walk
 
 
 def _marks_at_capacity(m, s):
@@ -70,7 +57,7 @@ def _spread(states, n):
 # LRU with a planned release): the commit-before-marks order must agree.
 DURABLE_2R = "variants/durable-evicted-while-planned"
 CASES = {
-    "wt-durable-lru-1r": lambda m: _spread([s for s in _reachable(m) if _churn_gate(m, s)], 4),
+    "wt-durable-lru-1r": lambda m: _spread([s for s in reachable(m) if _churn_gate(m, s)], 4),
     DURABLE_2R: lambda m: _spread([s for seed in range(40) for s in walk(m, seed, 60) if _marks_at_capacity(m, s)], 4),
     "lru-2r": lambda m: _spread([s for seed in range(8) for s in walk(m, seed, 40) if _host_leaves(m, s)], 4),
     "variants/lru-local-clock": lambda m: _spread(
@@ -78,7 +65,7 @@ CASES = {
     "wt-prefetch-wait-2r": lambda m: _spread([s for seed in range(8) for s in walk(m, seed, 40) if _votes_differ(m, s)], 3),
     "variants/prefetch-vote-skipped": lambda m: _spread(
         [s for seed in range(8) for s in walk(m, seed, 40) if _votes_differ(m, s)], 3),
-    "request-locks-2r": lambda m: _spread([s for s in _reachable(m) if s.ranks[0].running], 3),
+    "request-locks-2r": lambda m: _spread([s for s in reachable(m) if s.ranks[0].running], 3),
 }
 
 
@@ -129,7 +116,7 @@ def test_prefix_closed_has_one_meaning_in_spec_bounded_and_unbounded_encodings()
 
     seen = set()
     for m in (model(PAGED), _without_variants(PAGED)):
-        for s in _reachable(m):
+        for s in reachable(m):
             spec = BY_NAME["prefix_closed"].fn(m, s) is None
             assert ("prefix_closed" not in z3_invariant_check(m, s)) == spec
             assert invariant_values(m, s, 0, ["prefix_closed"])["prefix_closed"] == spec
@@ -145,7 +132,7 @@ def test_unbounded_insert_admits_the_variants_steps():
 
     m = model(PAGED)
     detached = 0
-    for s in _reachable(m):
+    for s in reachable(m):
         if BY_NAME["prefix_closed"].fn(m, s):
             continue  # a detached tree: outside the invariants the encoding assumes
         for a in m.actions(s):
@@ -184,7 +171,7 @@ def test_slot_ownership_device_half_has_the_spec_value(name):
 
     m = model(name)
     seen = set()
-    for s in _spread(_reachable(m), 25):
+    for s in _spread(reachable(m), 25):
         ok = _device_owners_ok(m, s) is None
         assert invariant_values(m, s, 0, ["slot_ownership"])["slot_ownership"] == ok, s
         seen.add(ok)
@@ -201,7 +188,7 @@ def test_device_slot_steps_are_behaviours_of_the_page_sorted_encoding(name):
 
     m = model(name)
     seen = {}
-    for s in _spread(_reachable(m), 60):
+    for s in _spread(reachable(m), 60):
         if BY_NAME_SPEC["slot_ownership"].fn(m, s):
             continue
         for a in m.actions(s):
@@ -275,7 +262,7 @@ def test_prefetch_endings_encoding_agrees_with_the_spec(name):
     checks fail when the retirement frees nothing, the vote ignores a fired timer or
     drops its terminated half)."""
     m = model(name)
-    reach = _reachable(m)
+    reach = reachable(m)
     states = [x for pick in (_retiring, _voting, _read_failed) for x in _spread([s for s in reach if pick(m, s)], 2)]
     assert states, f"{name}: no state carries a prefetch flag"
     for s in states:
@@ -292,7 +279,7 @@ def test_prefetch_endings_invariants_have_the_spec_values():
     seen = set()
     for name in ("variants/revoke-frees-in-flight", "wt-prefetch-fail-1r"):
         m = model(name)
-        for s in _reachable(m):
+        for s in reachable(m):
             failing = z3_invariant_check(m, s)
             for prop in ("no_use_after_free", "slot_conservation"):
                 spec = BY_NAME_SPEC[prop].fn(m, s) is None
@@ -329,7 +316,7 @@ def test_release_safety_ignores_the_held_anchor_in_spec_and_both_encodings():
     from tiercheck.spec.properties import _release_ok
 
     m = model("wb-reclaim-prefetch-1r")
-    steps = [(s, a, m.next_state(s, a)) for s in _reachable(m) for a in m.actions(s) if a.name == "prefetch_from_storage"]
+    steps = [(s, a, m.next_state(s, a)) for s in reachable(m) for a in m.actions(s) if a.name == "prefetch_from_storage"]
     held = [x for x in steps if held_during_step(m, x[0], x[1]) >= 0
             and _release_ok(m, x[0].ranks[0], x[2].ranks[0], -1)]
     assert held, "no step where the held anchor matters"
@@ -350,7 +337,7 @@ def test_strengthening_invariants_hold_on_reachable_states(name):
     from tiercheck.proofs.strengthen import STRENGTHENING
 
     m = model(name)
-    for s in _spread(_reachable(m), 30):
+    for s in _spread(reachable(m), 30):
         ctx = concrete_ctx(m)
         terms = lift(ctx, m, s)
         bad = [n for n, inv in STRENGTHENING.items() if not value(ctx.space, inv.fn(ctx, terms))]
@@ -366,7 +353,7 @@ def test_request_lock_steps_are_behaviours_of_the_page_sorted_encoding():
 
     m = model("request-locks-1r")
     seen = {}
-    for s in _spread(_reachable(m), 40):
+    for s in _spread(reachable(m), 40):
         for a in m.actions(s):
             if a.name in ("lock_request", "unlock_request") and seen.get(a.name, 0) < 3:
                 t = m.next_state(s, a)
