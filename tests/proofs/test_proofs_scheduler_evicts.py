@@ -13,8 +13,7 @@ from tiercheck.proofs.snapshot import INVARIANTS, z3_invariant_check
 from tiercheck.spec import write_path
 from tiercheck.spec.properties import BY_NAME
 
-from .proof_helpers import model, walk
-from .test_proofs_resolution_fields import _reachable
+from .proof_helpers import model, reachable, walk
 
 MODELS = ["wt-evicts-1r", "wb-evicts-2r", "request-locks-evicts-1r"]
 EVICTING = tuple(SPLIT_FLAGS)  # insert, load_back
@@ -112,7 +111,7 @@ def test_lru_evicts_locked_parent_step_is_a_behaviour_failing_the_obligation():
 
     m = model("variants/lru-evicts-locked-parent")
     prop = BY_NAME["locked_never_evicted"]
-    found = [(s, a, m.next_state(s, a)) for s in _reachable(m) for a in m.actions(s)
+    found = [(s, a, m.next_state(s, a)) for s in reachable(m) for a in m.actions(s)
              if a.name == "insert" and prop.fn(m, s, a, m.next_state(s, a))]
     assert found, "the variant model has no violating insert"
     s, a, t = found[0]
