@@ -41,7 +41,7 @@ def _steps(m, n=6, seeds=10, steps=30):
     return out[:: max(1, len(out) // n)][:n]
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", [n if n != "wb-evicts-2r" else pytest.param(n, marks=pytest.mark.slow) for n in MODELS])
 def test_evicting_steps_are_behaviours_with_the_spec_values(name):
     m = model(name)
     steps = _steps(m)
