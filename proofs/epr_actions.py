@@ -22,7 +22,7 @@ import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 from . import epr_counting as count
-from . import epr_locks
+from . import epr_locks, epr_registry
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
 from .paged import PAGE_FIELDS, QUEUE_PAGES, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
@@ -701,7 +701,9 @@ def effect(u, name: str, pre: Paged, params) -> Paged:
         u.facts += [pre.hung == 0, pre.halted == 0]
     count.begin(u)
     post = count.settle(u, name, pre, UACTIONS[name].effect(u, pre, params))
-    if name in REGISTRY_WRITERS:
+    if name in epr_registry.ACTIONS:  # the registry scalars from the pre-state's (proofs.epr_registry)
+        post = epr_registry.step(u, name, pre, post)
+    elif name in REGISTRY_WRITERS:
         post = havoc_scalars(post, "registry", *REGISTRY)
     # a step that evicts first slot-steps the eviction itself (epr_sched_evict._slotted)
     return slot_step(u, params.get("slot_base", pre), post) if u.slots and name != "init" else post
@@ -713,3 +715,7 @@ for _name in count.COUNTED:
 # lock_accounting where the lock counts are followed (proofs.epr_locks)
 for _name in epr_locks.ACTIONS:
     UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("lock_accounting",))
+# registry where the registry scalars are followed (proofs.epr_registry)
+for _name in epr_registry.ACTIONS:
+    if "registry" not in UACTIONS[_name].targets:
+        UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("registry",))
