@@ -41,6 +41,10 @@ PAGE_FIELDS: Dict[str, object] = {
     # anchor of an H->D copy in lq; ``runs``, the request ending at the page is running,
     # ``rlock`` the node end its lock names (RankState.running)
     "lanch": B, "runs": B, "rlock": PageSort,
+    # backups and prefetches named by pages, for href_accounting (proofs.epr_href): the
+    # page is on an sq entry's chain; a prefetch of the request ending at the page is in
+    # pq, whether it has an anchor, the anchor's end page
+    "scov": B, "pfq": B, "phas": B, "panc": PageSort,
 }
 # Per-slot state of the device pool (Config ``slots``): the free set, RankState.dfree.
 SLOT_FIELDS: Dict[str, object] = {"dfree": B}
