@@ -22,7 +22,7 @@ import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 from . import epr_counting as count
-from . import epr_href, epr_locks, epr_registry
+from . import epr_href, epr_locks, epr_prefetch, epr_registry
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
 from .paged import PAGE_FIELDS, QUEUE_PAGES, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
@@ -707,6 +707,7 @@ def effect(u, name: str, pre: Paged, params) -> Paged:
     elif name in REGISTRY_WRITERS:
         post = havoc_scalars(post, "registry", *REGISTRY)
     post = epr_href.step(u, name, pre, post, params)  # backups and prefetches by page (proofs.epr_href)
+    post = epr_prefetch.step(u, name, pre, post, params)  # the prefetches' done counts and flags
     # a step that evicts first slot-steps the eviction itself (epr_sched_evict._slotted)
     return slot_step(u, params.get("slot_base", pre), post) if u.slots and name != "init" else post
 
@@ -724,3 +725,6 @@ for _name in epr_registry.ACTIONS:
 # href_accounting where backups and prefetches are followed by page (proofs.epr_href)
 for _name in epr_href.ACTIONS:
     UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("href_accounting",))
+# prefetch_queue where the prefetches are followed by page (proofs.epr_prefetch)
+for _name in epr_prefetch.ACTIONS:
+    UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("prefetch_queue",))

@@ -27,7 +27,7 @@ from .epr_actions import UACTIONS, effect
 from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, counting_facts, exact
 from .epr_frame import READS, frame
 from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
-from . import epr_href, epr_queues
+from . import epr_href, epr_prefetch, epr_queues
 from .epr_queues import covered as queues_covered
 from .forest import Forest, PageSort, finite_model
 from .paged import read_rank, symbolic, values_to_rank
@@ -73,7 +73,8 @@ def covered(target: str, action: str) -> bool:
     from .epr_rank_agreement import covered as pair_covered
 
     return (action in COVERED_ACTIONS and target in UACTIONS[action].targets or frame(target, action)
-            or queues_covered(target, action) or pair_covered(target, action) or epr_href.covered(target, action))
+            or queues_covered(target, action) or pair_covered(target, action) or epr_href.covered(target, action)
+            or epr_prefetch.covered(target, action))
 
 
 class USetup(NamedTuple):
@@ -112,9 +113,10 @@ _QUEUE_ACTIONS = ("writing_check", "loading_check", "check_prefetch_progress")
 def hypotheses(su: USetup, target: str, action: str) -> list:
     if target in epr_queues.UQPROPS:  # queue entries (proofs.epr_queues)
         return epr_queues.hypotheses(su)
-    if target in epr_href.TARGETS:  # backups and prefetches by page (proofs.epr_href)
+    if target in epr_href.TARGETS or target in epr_prefetch.TARGETS:  # by page (proofs.epr_href, epr_prefetch)
         extra = [h(su.u, su.pre) for h in UHYPOTHESES.values()] if action in _QUEUE_ACTIONS else []
-        return epr_href.hypotheses(su) + extra
+        mine = epr_href.hypotheses(su) if target in epr_href.TARGETS else epr_prefetch.hypotheses(su)
+        return mine + extra
     out = [h(su.u, su.pre) for h in COUNT_HYPOTHESES.values()] if target in TARGETS else []
     if target in ("no_use_after_free", "counter_sanity") or action in _QUEUE_ACTIONS:
         return out + [h(su.u, su.pre) for h in UHYPOTHESES.values()]
@@ -126,6 +128,8 @@ def goal(su: USetup, target: str):
         return epr_queues.goal(su, target)
     if target in epr_href.TARGETS:
         return epr_href.goal(su, target)
+    if target in epr_prefetch.TARGETS:
+        return epr_prefetch.goal(su, target)
     p = UPROPS[target]
     if p.kind == "invariant":
         return p.fn(su.u, su.post)
@@ -139,7 +143,7 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
     su.solver.set("timeout", timeout_ms)
     su.solver.push()
     counted = target in TARGETS
-    sized = counted or target in epr_href.TARGETS  # names set sizes
+    sized = counted or target in epr_href.TARGETS or target in epr_prefetch.TARGETS  # names set sizes
     if counted:
         su.solver.add(*counting_facts(su.u), *[UPROPS[n].fn(su.u, su.pre) for n in TARGETS])
     known = len(su.u.facts)
