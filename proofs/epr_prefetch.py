@@ -60,10 +60,11 @@ def prefetch_queue(u, v: Paged):
         z3.Implies(v.pfre(q), freed_ok(q)))))
 
 
-def _one(u, pre: Paged, name: str, guard):
-    """The prefetch a step acts on (some request in pq satisfying its guard)."""
-    q = fresh_page(name)
-    epr_href._fact(u, pre.pfq(q), guard(q))
+def _one(u, pre: Paged, a, name: str, guard, mine):
+    """The prefetch a step acts on (some request in pq satisfying its guard, where the
+    step acts on this rank; named ``a["prefetch_op"]``)."""
+    q = a["prefetch_op"] = fresh_page(name)
+    epr_href._fact(u, z3.Implies(mine, z3.And(pre.pfq(q), guard(q))))
     return q
 
 
@@ -72,8 +73,13 @@ def step(u, name: str, pre: Paged, post: Paged, a) -> Paged:
     spec's guards as facts kept apart with epr_href's), carried elsewhere."""
     cfg = u.cfg
 
+    # prefetch_io, prefetch_timeout, prefetch_read_fails act on one rank (``mine``: this
+    # one; the others' views stay); prefetch_from_storage and prefetch_revoke on all
+    mine = z3.BoolVal(True) if name in ("prefetch_from_storage", "prefetch_revoke") else z3.Bool(
+        f"{name}.this_rank!{next(_ids)}")
+
     def setf(q, **vals):
-        return post.update(**{n: (lambda old, val: lambda p: z3.If(p == q, val, old(p)))(post.f[n], val)
+        return post.update(**{n: (lambda old, val: lambda p: z3.If(z3.And(mine, p == q), val, old(p)))(post.f[n], val)
                               for n, val in vals.items()})
 
     if name == "prefetch_from_storage" and "prefetch_req" in a:
@@ -82,22 +88,22 @@ def step(u, name: str, pre: Paged, post: Paged, a) -> Paged:
         false = z3.BoolVal(False)
         return setf(q, pdn=false, pto=false, prev=false, pterm=false, pfre=false)
     if name == "prefetch_io":  # the rank's read finishes with min(n, held) pages
-        q = _one(u, pre, "read", lambda q: z3.Not(pre.pdn(q)))
+        q = _one(u, pre, a, "read", lambda q: z3.Not(pre.pdn(q)), mine)
         d, zero = fresh_page("read_last"), z3.Bool(f"read_none!{next(_ids)}")
-        epr_href._fact(u, z3.Implies(z3.Not(zero), z3.And(u.forest.le(d, q), z3.Implies(
+        epr_href._fact(u, z3.Implies(z3.And(mine, z3.Not(zero)), z3.And(u.forest.le(d, q), z3.Implies(
             pre.phas(q), u.forest.lt(pre.panc(q), d)))))
         return setf(q, pdn=z3.BoolVal(True), pzero=zero, pdl=d)
     if name == "prefetch_timeout":  # its timer fires (prefetch_stop = timeout)
-        q = _one(u, pre, "timed_out", lambda q: z3.And(z3.Not(pre.pto(q)), z3.Not(pre.prev(q))))
-        epr_href._fact(u, b_(cfg.timeout))
+        q = _one(u, pre, a, "timed_out", lambda q: z3.And(z3.Not(pre.pto(q)), z3.Not(pre.prev(q))), mine)
+        epr_href._fact(u, z3.Implies(mine, b_(cfg.timeout)))
         return setf(q, pto=z3.BoolVal(True))
     if name == "prefetch_read_fails":  # a batch fails: terminated, nothing usable
-        q = _one(u, pre, "failed_read", lambda q: z3.Not(pre.pdn(q)))
-        epr_href._fact(u, b_(cfg.read_fail))
+        q = _one(u, pre, a, "failed_read", lambda q: z3.Not(pre.pdn(q)), mine)
+        epr_href._fact(u, z3.Implies(mine, b_(cfg.read_fail)))
         true = z3.BoolVal(True)
         return setf(q, pdn=true, pzero=true, pterm=true)
     if name == "prefetch_revoke":  # terminated and revoked (revoke-frees-in-flight: slots freed now)
-        q = _one(u, pre, "revoked", lambda q: z3.Not(pre.prev(q)))
+        q = _one(u, pre, a, "revoked", lambda q: z3.Not(pre.prev(q)), mine)
         epr_href._fact(u, b_(cfg.revoke))
         true = z3.BoolVal(True)
         freed = true if cfg.has("revoke-frees-in-flight") else pre.pfre(q)
