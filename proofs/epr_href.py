@@ -135,11 +135,25 @@ def _removed(u, pre: Paged, post: Paged, gone: Callable, k=None):
     return k
 
 
+def _named(u, v: Paged) -> Paged:
+    """``FIELDS`` as fresh functions, each defined by one universal equation (the rest of
+    the view as it is: naming it here would change the other obligations' formulas)."""
+    from .paged import PAGE_FIELDS, _is_name
+
+    out = {}
+    for n in FIELDS:
+        if not _is_name(v.f[n]):
+            fn = z3.Function(f"href.{n}!{next(_ids)}", PageSort, PAGE_FIELDS[n])
+            u.facts.append(forall(lambda p, fn=fn, old=v.f[n]: fn(p) == old(p)))
+            out[n] = fn
+    return v.update(**out)
+
+
 def step(u, name: str, pre: Paged, post: Paged, a) -> Paged:
     """The fields of ``FIELDS`` after step ``name`` (module docstring)."""
     if name == "init":
         false = lambda p: z3.BoolVal(False)
-        out = post.update(scov=false, pfq=false).named("href", u.facts)
+        out = post.update(scov=false, pfq=false)  # (left as terms: init's view is not named)
         n = anchors(u, out)
         _fact(u, forall(lambda x: n(x) == 0))  # an empty set has size 0
         return out
@@ -152,13 +166,14 @@ def step(u, name: str, pre: Paged, post: Paged, a) -> Paged:
         joined = lambda q: z3.And(a["ok"], q == req)
         out = post.update(scov=scov, pfq=lambda q: z3.Or(pre.pfq(q), joined(q)),
                           phas=lambda q: z3.If(joined(q), a["has_anchor"], pre.phas(q)),
-                          panc=lambda q: z3.If(joined(q), a["anchor"], pre.panc(q))).named("href", u.facts)
+                          panc=lambda q: z3.If(joined(q), a["anchor"], pre.panc(q)))
+        out = _named(u, out)
         _added(u, pre, out, req)
         return out
     if name == "check_prefetch_progress":
         req, anc = a["req"], a["anchor"]  # the checked prefetch, in pq
         _fact(u, pre.pfq(req), pre.phas(req) == a["has_anchor"], z3.Implies(a["has_anchor"], pre.panc(req) == anc))
-        out = post.update(scov=scov, pfq=lambda q: z3.And(pre.pfq(q), q != req)).named("href", u.facts)
+        out = _named(u, post.update(scov=scov, pfq=lambda q: z3.And(pre.pfq(q), q != req)))
         # one prefetch: counted 1 at its anchor, 0 elsewhere
         _removed(u, pre, out, lambda q: q == req, lambda x: z3.If(_anchored_at(pre)(x, req), 1, 0))
         return out
@@ -181,7 +196,8 @@ def _drain(u, pre: Paged, post: Paged) -> Paged:
     _fact(u, forall(lambda x: z3.Implies(drained(x), z3.And(pre.live(x), acked(x)))),
           forall(lambda q: z3.Implies(retired(q), pre.pfq(q))))
     out = post.update(scov=lambda p: z3.And(pre.scov(p), z3.Not(z3.And(pre.cached(p), drained(pre.own(p))))),
-                      pfq=lambda q: z3.And(pre.pfq(q), z3.Not(retired(q)))).named("href", u.facts)
+                      pfq=lambda q: z3.And(pre.pfq(q), z3.Not(retired(q))))
+    out = _named(u, out)
     k = _removed(u, pre, out, retired)
     if not u.cfg.has("split-during-backup"):
         _fact(u, forall(lambda x: z3.Implies(pre.live(x), out.href(x) == pre.href(x) - z3.If(drained(x), 1, 0) - k(x))))
