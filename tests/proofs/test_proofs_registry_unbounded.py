@@ -69,6 +69,7 @@ def test_registry_proved_for_any_pages_under_every_writer():
         assert (r.status, r.pages) == ("proved", "any"), r
 
 
+@pytest.mark.slow  # the finite-model search: about 10 CPU-s
 def test_registry_fails_under_evict_without_the_round_guard(monkeypatch):
     """The replicated steps' guard (no round due while the victim list is tracked) is
     what keeps the list distinct: without it, evict may append a victim already listed,
