@@ -22,7 +22,7 @@ import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 from . import epr_counting as count
-from . import epr_locks
+from . import epr_href, epr_locks, epr_prefetch, epr_registry
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
 from .paged import PAGE_FIELDS, QUEUE_PAGES, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
@@ -236,6 +236,7 @@ def _split(u, v: Paged, c, cond=True) -> Paged:
         new["dslot"] = lambda p: z3.If(shift(p), v.dslot(above(p)), v.dslot(p))
     out = v.update(**new).named("split", u.facts)
     epr_locks.same_counts(u, out, c, x)
+    epr_href.split(u, v, split, c, href)
     return out
 
 
@@ -701,8 +702,12 @@ def effect(u, name: str, pre: Paged, params) -> Paged:
         u.facts += [pre.hung == 0, pre.halted == 0]
     count.begin(u)
     post = count.settle(u, name, pre, UACTIONS[name].effect(u, pre, params))
-    if name in REGISTRY_WRITERS:
+    if name in epr_registry.ACTIONS:  # the registry scalars from the pre-state's (proofs.epr_registry)
+        post = epr_registry.step(u, name, pre, post)
+    elif name in REGISTRY_WRITERS:
         post = havoc_scalars(post, "registry", *REGISTRY)
+    post = epr_href.step(u, name, pre, post, params)  # backups and prefetches by page (proofs.epr_href)
+    post = epr_prefetch.step(u, name, pre, post, params)  # the prefetches' done counts and flags
     # a step that evicts first slot-steps the eviction itself (epr_sched_evict._slotted)
     return slot_step(u, params.get("slot_base", pre), post) if u.slots and name != "init" else post
 
@@ -713,3 +718,13 @@ for _name in count.COUNTED:
 # lock_accounting where the lock counts are followed (proofs.epr_locks)
 for _name in epr_locks.ACTIONS:
     UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("lock_accounting",))
+# registry where the registry scalars are followed (proofs.epr_registry)
+for _name in epr_registry.ACTIONS:
+    if "registry" not in UACTIONS[_name].targets:
+        UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("registry",))
+# href_accounting where backups and prefetches are followed by page (proofs.epr_href)
+for _name in epr_href.ACTIONS:
+    UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("href_accounting",))
+# prefetch_queue where the prefetches are followed by page (proofs.epr_prefetch)
+for _name in epr_prefetch.ACTIONS:
+    UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("prefetch_queue",))

@@ -41,6 +41,13 @@ PAGE_FIELDS: Dict[str, object] = {
     # anchor of an H->D copy in lq; ``runs``, the request ending at the page is running,
     # ``rlock`` the node end its lock names (RankState.running)
     "lanch": B, "runs": B, "rlock": PageSort,
+    # backups and prefetches named by pages, for href_accounting (proofs.epr_href): the
+    # page is on an sq entry's chain; a prefetch of the request ending at the page is in
+    # pq, whether it has an anchor, the anchor's end page
+    "scov": B, "pfq": B, "phas": B, "panc": PageSort,
+    # and that prefetch's done count and flags (proofs.epr_prefetch): done != NOT_DONE,
+    # done = 0, else its last done page; TIMED_OUT, REVOKED, TERMINATED, FREED
+    "pdn": B, "pzero": B, "pdl": PageSort, "pto": B, "prev": B, "pterm": B, "pfre": B,
 }
 # Per-slot state of the device pool (Config ``slots``): the free set, RankState.dfree.
 SLOT_FIELDS: Dict[str, object] = {"dfree": B}
