@@ -23,7 +23,7 @@ import z3
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 from . import epr_counting as count
 from . import epr_locks
-from .epr_drain import TARGETS as DRAIN_TARGETS, drain_params, drain_round, flag_facts, prefetch_tail
+from .epr_drain import TARGETS as DRAIN_TARGETS, drain_params, drain_round, flag_facts, prefetch_counts, prefetch_tail
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
 from .paged import DRAIN_PAGES, PAGE_FIELDS, QUEUE_PAGES, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
@@ -411,7 +411,8 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     out = reads_settle(u, out, a)
     # the vote's hang and the released tail's queue entry (proofs.epr_drain)
     out = havoc_scalars(out, "check", "hung", "relq_n", "relq_sum", "r0_relq_n", "r0_relq_sum")
-    prefetch_tail(u, v, out)
+    tail = prefetch_tail(u, v, out)
+    out = prefetch_counts(u, out, lambda p: z3.And(seg(p), v.cached(p)), new, tail)  # the counters
     return out.named("released", u.facts)
 
 

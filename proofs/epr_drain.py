@@ -117,13 +117,42 @@ def reclaim_digest_checked(u, s, t, a):
 # --- check_prefetch_progress ------------------------------------------------------------------
 
 
-def prefetch_tail(u, pre: Paged, post: Paged) -> None:
+def prefetch_tail(u, pre: Paged, post: Paged):
     """The unused tail joins the release queue: some t >= 0 pages, an entry when t > 0, the
-    same on the first rank (facts on the step's fresh release-queue values)."""
+    same on the first rank (facts on the step's fresh release-queue values); returns t."""
     t = z3.Int(f"prefetch_tail!{next(_ids)}")
     one = z3.If(t > 0, 1, 0)
     u.facts += [t >= 0] + [post.f[p + "relq_n"] == pre.f[p + "relq_n"] + one for p in ("", "r0_")] + [
         post.f[p + "relq_sum"] == pre.f[p + "relq_sum"] + t for p in ("", "r0_")]
+    return t
+
+
+def prefetch_counts(u, v: Paged, have, new, t) -> Paged:
+    """check_prefetch_progress's counters (spec/prefetch.py), on the view after the step:
+    the prefetch's n reserved pages leave ``pq_held``; of its completed pages the ones the
+    tree had (``have``, the cached part of the fetched segment) go back to host_free and
+    the others (``new``, the new host-only node) are held by the tree (a taken set of the
+    step's ledger, the counter unmoved); the tail t = n - completed >= 0 joins the release
+    queue (``prefetch_tail``), and prefetch-double-free frees it at once as well."""
+    from . import epr_counting as count
+
+    n_have, n_new = count.size(u, have, "fetched_had"), count.size(u, new, "fetched_new")
+    if hasattr(u, "ledger"):
+        u.ledger.append(count.Entry("host_free", -1, new, n_new))
+    freed = n_have + (t if u.cfg.has("prefetch-double-free") else 0)
+    return v.update(host_free=v.host_free + freed, pq_held=v.pq_held - (n_have + n_new + t))
+
+
+def drain_counts(u, v: Paged, out: Paged, released, halt) -> Paged:
+    """The drain round's counters (spec/storage_path.py): the released mirrors' host pages
+    (a freed set of the step's ledger), the release queue's pages (the whole queue: every
+    rank's is the first rank's) and the retired revoked prefetches' reserved pages (some
+    n >= 0, none if freed already) go back to host_free; the device pool is untouched."""
+    from . import epr_counting as count
+
+    out = count.moved(u, out, "host_free", +1, count.node_pages(v, released), name="released")
+    out = count.unreserve(u, out)
+    return out.update(host_free=out.host_free + z3.If(halt, 0, v.relq_sum))
 
 
 # --- the drain round ------------------------------------------------------------------------------
@@ -155,7 +184,7 @@ def drain_round(u, v: Paged, a) -> Paged:
     variants that mark first), unlocked, unreferenced after the acks and not pending a
     load-back (release-busy: not checked); without release-no-consensus it is an entry
     of the plan, committed (module docstring)."""
-    from .epr_actions import choice, havoc, havoc_scalars, reads_settle
+    from .epr_actions import choice, havoc, reads_settle
 
     cfg = u.cfg
     halt, any_closed, any_plan, passes = a["halt"], a["any_closed"], a["any_plan"], a["passes"]
@@ -204,9 +233,8 @@ def drain_round(u, v: Paged, a) -> Paged:
     new["halted"] = z3.If(halt, HALT_WHERE[DRAIN], 0)
     inplan = lambda p: z3.If(prepared, a["new_plan"](p), z3.And(z3.Not(bad), v.inplan(p)))
     out = out.update(inplan=inplan, **new)
-    # the free counters (not followed here: epr_counting) and, retiring settled
-    # prefetches, no read into freed slots starts
-    out = havoc_scalars(out, "drain", "dev_free", "host_free", "pq_held")
+    # the free counters and, retiring settled prefetches, no read into freed slots starts
+    out = drain_counts(u, v, out, released, halt)
     return reads_settle(u, out, a).named("drained", u.facts)
 
 
