@@ -53,14 +53,13 @@ from typing import Dict
 import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, RESIDENT
-from .epr_properties import b_, node_has_page
+from . import epr_counting as count
+from .epr_properties import DRAIN, SYNC_ROUNDS, b_, node_has_page, released as _released
 from .forest import PageSort, forall
-from .paged import DRAIN_PAGES, Paged
+from .paged import Paged
 from .state import HALT_WHERE, HUNG
 
 _ids = itertools.count()
-DRAIN = "drain_storage_control_queues"
-SYNC_ROUNDS = ("writing_check", "loading_check", DRAIN)
 # the variants under which a round may hang, by round
 HANGS = {"writing_check": ("early-return-collective",),
          "check_prefetch_progress": ("prefetch-vote-skipped", "timeout-local-vote")}
@@ -134,8 +133,6 @@ def prefetch_counts(u, v: Paged, have, new, t) -> Paged:
     the others (``new``, the new host-only node) are held by the tree (a taken set of the
     step's ledger, the counter unmoved); the tail t = n - completed >= 0 joins the release
     queue (``prefetch_tail``), and prefetch-double-free frees it at once as well."""
-    from . import epr_counting as count
-
     n_have, n_new = count.size(u, have, "fetched_had"), count.size(u, new, "fetched_new")
     if hasattr(u, "ledger"):
         u.ledger.append(count.Entry("host_free", -1, new, n_new))
@@ -148,8 +145,6 @@ def drain_counts(u, v: Paged, out: Paged, released, halt) -> Paged:
     (a freed set of the step's ledger), the release queue's pages (the whole queue: every
     rank's is the first rank's) and the retired revoked prefetches' reserved pages (some
     n >= 0, none if freed already) go back to host_free; the device pool is untouched."""
-    from . import epr_counting as count
-
     out = count.moved(u, out, "host_free", +1, count.node_pages(v, released), name="released")
     out = count.unreserve(u, out)
     return out.update(host_free=out.host_free + z3.If(halt, 0, v.relq_sum))
@@ -239,12 +234,6 @@ def drain_round(u, v: Paged, a) -> Paged:
 
 
 # --- the round's properties ----------------------------------------------------------------------
-
-
-def _released(u, s, t, e):
-    from .epr_properties import released
-
-    return released(u, s, t, e)
 
 
 def release_after_consensus(u, s, t, a):
