@@ -158,3 +158,27 @@ def test_round_obligations_proved():
 def test_variants_fail_with_a_cti(variant, action, target):
     r = next(r for r in prove_action(action, targets=(target,), variants=frozenset({variant})))
     assert r.status == "failed" and r.cti and r.cti["post"]["ranks"], r
+
+
+def _profile_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "prove_profile.py"
+    spec = importlib.util.spec_from_file_location("prove_profile", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_profile_of_some_actions_runs_only_their_jobs(capsys):
+    """benchmarks/prove_profile.py --actions (the CPU figures of docs/proofs.md for the
+    rounds): only the named actions' jobs; an unknown action is a one-line error, exit 2."""
+    prof = _profile_script()
+    assert prof.main(["--actions", "store_lose"]) == 0
+    out = capsys.readouterr().out
+    jobs = [line.split()[0] for line in out.splitlines()[1:-1]]
+    assert jobs and all(j.startswith("store_lose/") for j in jobs), out
+    with pytest.raises(SystemExit) as e:
+        prof.main(["--actions", "no_such_action"])
+    assert e.value.code == 2 and "no_such_action" in capsys.readouterr().err
