@@ -637,7 +637,7 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("store_lose", no_params, store_changes, ALL),
     # lock decrements need lock_accounting (queue contents) for counter_sanity
     # what the tree, the device copies, the released mirrors and the references' bounds
-    # decide (the plan's own scalars, the marks' acks: bounded)
+    # decide (the plan round, the marks, the release queue, the counters: proofs.epr_drain)
     UAction("drain_storage_control_queues", drain_params, drain_round,
             ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership",
              "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted",
