@@ -27,7 +27,7 @@ from .epr_actions import UACTIONS, effect
 from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, counting_facts, exact
 from .epr_frame import READS, frame
 from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
-from . import epr_href, epr_prefetch, epr_queues
+from . import epr_drain, epr_href, epr_prefetch, epr_queues
 from .epr_queues import covered as queues_covered
 from .forest import Forest, PageSort, finite_model
 from .paged import read_rank, symbolic, values_to_rank
@@ -118,6 +118,7 @@ def hypotheses(su: USetup, target: str, action: str) -> list:
         mine = epr_href.hypotheses(su) if target in epr_href.TARGETS else epr_prefetch.hypotheses(su)
         return mine + extra
     out = [h(su.u, su.pre) for h in COUNT_HYPOTHESES.values()] if target in TARGETS else []
+    out += epr_drain.hypotheses(su, target, action)  # the sync rounds' outcomes (proofs.epr_drain)
     if target in ("no_use_after_free", "counter_sanity") or action in _QUEUE_ACTIONS:
         return out + [h(su.u, su.pre) for h in UHYPOTHESES.values()]
     return out
