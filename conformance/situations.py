@@ -26,7 +26,7 @@ from tiercheck.spec.model import Model
 from tiercheck.spec.prefetch import _anchor as prefetch_anchor
 from tiercheck.spec.prefetch import _held_from as held_from
 from tiercheck.spec.prefetch_end import revokes_ready
-from tiercheck.spec.write_path import insert_device_need
+from tiercheck.spec.write_path import insert_device_need, insert_on_rank
 
 from .counters import _page_state, rank_increments
 from .runner import replay
@@ -172,6 +172,20 @@ def _insert_evicted(m, s, a, t) -> bool:
     return a.name == "insert" and _increments(m, s, a, t)[DEVICE_EVICTED] >= 1
 
 
+def _fetched_inside_node(m, s, a, t) -> bool:
+    """A prefetch ends whose fetched run is cached already up to a page inside a node
+    (inserted since the prefetch started): the rank splits that node after the page, to
+    attach the rest of the run below it (when something is left to attach)."""
+    if a.name != "check_prefetch_progress" or t == s:
+        return False
+    rs, i = s.ranks[0], a["op"]
+    req, _anchor, k, _n = rs.pq[i]
+    completed = min(max(r.pdone[i], 0) for r in s.ranks)
+    fetched = m.pages.request_pages[req][k:k + completed]
+    have = next((j for j, p in enumerate(fetched) if rs.owner[p] < 0), len(fetched))
+    return have > 0 and rs.owner[fetched[have - 1]] != fetched[have - 1]
+
+
 def _named(name: str):
     """A goal: a step of that action."""
     def goal(m, s, a, t) -> bool:
@@ -186,6 +200,16 @@ def _diverged_insert(m, s, a, t) -> bool:
         return False
     return any(_page_state(s.ranks[0], p)[:2] != _page_state(s.ranks[1], p)[:2]
                for p in m.pages.request_pages[a["req"]])
+
+
+def _diverged_node_keys(m, s, a, t) -> bool:
+    """An insert for which the diverged replicas would stage different nodes at the same
+    place of their lists (as many nodes each up to there): comparing how many nodes is not
+    enough, the ranks must compare which node (its key), and none stages it."""
+    if a.name != "insert" or t == s:
+        return False
+    mine, theirs = (insert_on_rank(m, rs, a["req"])[1] for rs in s.ranks)
+    return any(e != f for e, f in zip(mine, theirs))
 
 
 SITUATIONS = (
@@ -204,6 +228,9 @@ SITUATIONS = (
     Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
               overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
     Situation("a prefetch read fails", "wt-prefetch-fail-1r", (), _named("prefetch_read_fails")),
+    Situation("a fetched run cached up to inside a node", "wt-prefetch-1r", (), _fetched_inside_node,
+              overrides=(("requests", ((1, 2, 3), (1,), (4,))), ("device_pages", 3), ("host_pages", 3),
+                         ("faults", frozenset()))),
 )
 
 # Situations only a catalogued bug leads to (a bug model's own variants): replayed with
@@ -213,6 +240,8 @@ SITUATIONS = (
 # must refuse to stage what they disagree on, as the spec's write_backup does.
 TWIN_SITUATIONS = (
     Situation("an insert the diverged replicas disagree on", "variants/lru-local-clock", (), _diverged_insert),
+    Situation("an insert the diverged replicas stage different nodes for", "variants/lru-local-clock", (),
+              _diverged_node_keys, overrides=(("requests", ((1,), (2,), (3,), (1, 4))),)),
 )
 
 
