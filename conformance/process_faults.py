@@ -124,7 +124,9 @@ def silent_rank_without_failure() -> str:
     """Rank 1 is SIGSTOPped and the driver asks it alone for its snapshot: no rank fails,
     so no grace applies, and the driver waits its default bound, 3 collective timeouts +
     120 s (GlooHiCache's documented driver timeout), then names rank 1 and the bound,
-    never earlier. The driver's deadlines run on a clock 100x fast: 135 s in 1.35 s."""
+    never earlier. The driver's deadlines run on a clock 100x fast: 135 s in 1.35 s. Once
+    resumed, rank 1 answers and stops at close(): the launcher, which waits for the ranks'
+    results as long as they run, ends without an error."""
     from tiercheck.impl.hicache import gloo
 
     collective = 5.0
@@ -149,6 +151,8 @@ def silent_rank_without_failure() -> str:
         return f"a silent rank is not named with the default driver timeout {bound:g}s: {msg}"
     if waited < bound:
         return f"the driver gave up on a silent rank after {waited:.0f}s, before its timeout {bound:g}s"
+    if group._launch_error is not None:  # the launcher waits for the ranks as long as they serve
+        return f"the gloo launcher gave up on ranks that answered until close(): {group._launch_error}"
     return _all_gone(procs)
 
 

@@ -231,6 +231,12 @@ SITUATIONS = (
     Situation("a fetched run cached up to inside a node", "wt-prefetch-1r", (), _fetched_inside_node,
               overrides=(("requests", ((1, 2, 3), (1,), (4,))), ("device_pages", 3), ("host_pages", 3),
                          ("faults", frozenset()))),
+    # The same up to the node's second page: an odd offset, and the split node's end hash
+    # and the page's compare the other way round (an order test in place of != would
+    # pass one of the two).
+    Situation("a fetched run cached up to a node's second page", "wt-prefetch-1r", (), _fetched_inside_node,
+              overrides=(("requests", ((1, 2, 3), (1, 2), (4,))), ("device_pages", 3), ("host_pages", 3),
+                         ("faults", frozenset()))),
 )
 
 # Situations only a catalogued bug leads to (a bug model's own variants): replayed with
