@@ -219,6 +219,9 @@ SITUATIONS = (
     Situation("lock a running request again", "request-locks-2r", (), _locked, _lock_again),
     Situation("unlock a request that is not running", "request-locks-2r", (), _locked, _unlock_idle),
     Situation("insert short of a CP lane only", "cp-planner-lanes-2r", (), _lane_short_insert, _lane_short),
+    # The same with two-token pages: a node's lanes follow its depth in pages, not tokens.
+    Situation("insert short of a CP lane only, two-token pages", "cp-planner-lanes-2r", (), _lane_short_insert,
+              _lane_short, overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6))))),
     Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),
     Situation("a revoked prefetch with an anchor retired", "wt-prefetch-revoke-1r", (), _retired_anchored,
               overrides=(("requests", ((1,), (1, 2), (3,))),)),
