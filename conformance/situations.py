@@ -186,6 +186,13 @@ def _fetched_inside_node(m, s, a, t) -> bool:
     return have > 0 and rs.owner[fetched[have - 1]] != fetched[have - 1]
 
 
+def _prefetch_below_three(m, s, a, t) -> bool:
+    """A prefetch starts below an anchor at least three pages deep (the rank finds the
+    anchor's node by the last matched page, wherever the match ends)."""
+    return (a.name == "prefetch_from_storage" and len(t.ranks[0].pq) > len(s.ranks[0].pq)
+            and t.ranks[0].pq[-1][2] >= 3)
+
+
 def _named(name: str):
     """A goal: a step of that action."""
     def goal(m, s, a, t) -> bool:
@@ -231,6 +238,9 @@ SITUATIONS = (
     Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
               overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
     Situation("a prefetch read fails", "wt-prefetch-fail-1r", (), _named("prefetch_read_fails")),
+    Situation("a prefetch below a three-page match", "wt-prefetch-1r", (), _prefetch_below_three,
+              overrides=(("requests", ((1, 2, 3, 4), (1, 2, 3), (5, 6, 7))), ("device_pages", 4), ("host_pages", 4),
+                         ("faults", frozenset()))),
     Situation("a fetched run cached up to inside a node", "wt-prefetch-1r", (), _fetched_inside_node,
               overrides=(("requests", ((1, 2, 3), (1,), (4,))), ("device_pages", 3), ("host_pages", 3),
                          ("faults", frozenset()))),
