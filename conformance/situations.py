@@ -61,6 +61,7 @@ class Situation(NamedTuple):
     goal: Callable  # (model, s, a, t) -> bool
     probe: Optional[Callable] = None  # (model, t) -> an action the spec disables in t, applied after the trace
     overrides: tuple = ()  # (Config field, value) pairs changed from the shipped model
+    backend: str = "lockstep"  # the reference's backend in the mutation suite (gloo: one process per rank)
 
 
 def _prefetch_one_store(m, s, a, t) -> bool:
@@ -193,6 +194,16 @@ def _prefetch_below_three(m, s, a, t) -> bool:
             and t.ranks[0].pq[-1][2] >= 3)
 
 
+def _backed_evict(m, s, a, t) -> bool:
+    """write_back: an eviction of a node with a host copy already (no rank needs a
+    write) while another node is host-only: the MIN of the ranks' (rank, pages) words is
+    the all-ones sentinel, as the wire carries it (on gloo a new int, not the constant
+    itself); a rank that took it for a size would run the host-eviction fallback."""
+    node = s.ranks[0].nodes[a["node"]] if a.name == "evict" else None
+    return (node is not None and node.host == HOST_RESIDENT and t != s
+            and any(n is not None and n.dev == DEV_ABSENT and n.host == HOST_RESIDENT for n in s.ranks[0].nodes))
+
+
 def _named(name: str):
     """A goal: a step of that action."""
     def goal(m, s, a, t) -> bool:
@@ -238,6 +249,7 @@ SITUATIONS = (
     Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
               overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
     Situation("a prefetch read fails", "wt-prefetch-fail-1r", (), _named("prefetch_read_fails")),
+    Situation("an eviction nobody needs to write, on gloo", "wb-2r", (), _backed_evict, backend="gloo"),
     Situation("a prefetch below a three-page match", "wt-prefetch-1r", (), _prefetch_below_three,
               overrides=(("requests", ((1, 2, 3, 4), (1, 2, 3), (5, 6, 7))), ("device_pages", 4), ("host_pages", 4),
                          ("faults", frozenset()))),
