@@ -124,7 +124,8 @@ def silent_rank_without_failure() -> str:
     """Rank 1 is SIGSTOPped and the driver asks it alone for its snapshot: no rank fails,
     so no grace applies, and the driver waits its default bound, 3 collective timeouts +
     120 s (GlooHiCache's documented driver timeout), then names rank 1 and the bound,
-    never earlier. The driver's deadlines run on a clock 100x fast: 135 s in 1.35 s. Once
+    never earlier (and before that, a step for a rank the group does not have is refused
+    by name). The driver's deadlines run on a clock 100x fast: 135 s in 1.35 s. Once
     resumed, rank 1 answers and stops at close(): the launcher, which waits for the ranks'
     results as long as they run, ends without an error."""
     from tiercheck.impl.hicache import gloo
@@ -133,6 +134,15 @@ def silent_rank_without_failure() -> str:
     bound = 3 * collective + 120.0
     group = _gloo("wt-2r", None, collective_timeout=collective)
     procs = list(group._procs)
+    try:  # first, a one-rank step for a rank the group does not have: refused by name
+        group.write_dma_done(3)
+        problem = "write_dma_done ran on rank 3 of a 2-rank group"
+    except Exception as exc:  # noqa: BLE001 -- the verdict is the problem text
+        problem = "" if str(exc) == "no rank 3 (world size 2)" else (
+            f"a step for rank 3 of 2 is not refused by name: {type(exc).__name__}: {exc}")
+    if problem:
+        group.close()
+        return problem
     clock = FastClock(100.0)
     gloo.time = types.SimpleNamespace(monotonic=clock.monotonic)
     os.kill(procs[1].pid, signal.SIGSTOP)
