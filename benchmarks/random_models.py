@@ -114,6 +114,10 @@ class Fuzz:
         self.table = {c: Counter() for c in COMPARISONS}
         self.refusals = Counter()
         self.failures = []
+        self.compare = set(args.compare.split(",")) if args.compare else set(COMPARISONS)
+        unknown = self.compare - set(COMPARISONS)
+        if unknown:
+            raise SystemExit(f"--compare: unknown {', '.join(sorted(unknown))} (known: {', '.join(COMPARISONS)})")
 
     # -- recording ----------------------------------------------------------------
     def record(self, mid: str, compare: str, outcome: str, detail: str = "", runs=(), **extra):
@@ -153,16 +157,25 @@ class Fuzz:
         work = self.out / "work" / mid
         work.mkdir(parents=True, exist_ok=True)
         base = self.check_base(mid, path, work)
+        # The draws below happen whatever is compared, so --compare keeps each model's seeds.
+        sim_seed, conform_seed = rng.randrange(2**32), rng.randrange(2**32)
+        on_cluster, with_variant = rng.random() < a.cluster_share, rng.random() < a.variant_share
+        variant = rng.choice(sorted(v.name for v in VARIANTS.values() if v.twin))
         if base is not None:
-            self.simulate(mid, path, work, base, rng)
-            self.workers(mid, path, base)
-            self.symmetry(mid, path, base)
-            if rng.random() < a.cluster_share:
+            if "simulate" in self.compare:
+                self.simulate(mid, path, work, base, sim_seed)
+            if "workers" in self.compare:
+                self.workers(mid, path, base)
+            if "symmetry" in self.compare:
+                self.symmetry(mid, path, base)
+            if on_cluster and "cluster" in self.compare:
                 self.cluster(mid, path, base)
-            self.tlc(mid, path, work / "tla", base, "tlc")
-            self.conform(mid, path, work, rng)
-        if rng.random() < a.variant_share:
-            self.variant(mid, raw, work, rng)
+            if "tlc" in self.compare:
+                self.tlc(mid, path, work / "tla", base, "tlc")
+            if "conform" in self.compare:
+                self.conform(mid, path, work, conform_seed)
+        if with_variant and "variant_tlc" in self.compare:
+            self.variant(mid, raw, work, variant)
 
     def check(self, path, *flags, limit=None) -> Checked:
         limit = limit or self.args.time_limit
@@ -185,9 +198,9 @@ class Fuzz:
                         "" if base.complete else "partial search", [base.run], counts=base.counts)
         return base
 
-    def simulate(self, mid, path, work, base: Checked, rng):
+    def simulate(self, mid, path, work, base: Checked, seed: int):
         sim = Checked(Run(["check", str(path), "--simulate", str(self.args.walks), "--depth", "60", "--seed",
-                           str(rng.randrange(2**32)), "--time-limit", str(self.args.time_limit),
+                           str(seed), "--time-limit", str(self.args.time_limit),
                            "--out", str(work / "sim.json")], timeout=4 * self.args.time_limit + 120))
         if self.unexpected(mid, "simulate", sim.run, (1, 3)):
             return
@@ -200,7 +213,7 @@ class Fuzz:
                         [base.run, sim.run])
         else:
             self.record(mid, "simulate", "agree", "", [base.run, sim.run])
-        for trace in sim.traces:
+        for trace in sim.traces if "replay" in self.compare else ():
             self.replay(mid, trace, None)
 
     def same(self, mid, compare, base: Checked, other: Checked, props=None):
@@ -264,17 +277,16 @@ class Fuzz:
             diffs.append(f"TLC {distinct} distinct states, tiercheck {checked.counts[0]}")
         self.record(mid, compare, "disagree" if diffs else "agree", "; ".join(diffs), [checked.run, run])
 
-    def conform(self, mid, path, work, rng):
+    def conform(self, mid, path, work, seed: int):
         run = Run(["conform", "--impl", "reference", "--model", str(path), "--examples", str(self.args.examples),
-                   "--steps", "30", "--seed", str(rng.randrange(2**32)), "--out", str(work / "conform")],
+                   "--steps", "30", "--seed", str(seed), "--out", str(work / "conform")],
                   timeout=self.args.conform_timeout)
         if not self.unexpected(mid, "conform", run, (0, 1)):
             self.record(mid, "conform", "agree" if run.rc == 0 else "disagree",
                         "" if run.rc == 0 else "the reference implementation disagrees with the spec", [run])
 
     # -- bug variants -----------------------------------------------------------------
-    def variant(self, mid, raw, work, rng):
-        name = rng.choice(sorted(v.name for v in VARIANTS.values() if v.twin))
+    def variant(self, mid, raw, work, name):
         vraw = json.loads(json.dumps(raw))
         vraw["model"]["variants"] = [name]
         vraw.get("check", {}).pop("symmetry", None)
@@ -288,7 +300,7 @@ class Fuzz:
         if self.unexpected(mid, "variant_tlc", checked.run, (0, 1, 3), variant=name) or not checked.ok:
             return
         self.tlc(vid, path, vwork / "tla", checked, "variant_tlc")
-        for trace in checked.traces:
+        for trace in checked.traces if "replay" in self.compare else ():
             self.replay(vid, trace, VARIANTS[name])
 
     def replay(self, mid, trace, variant):
@@ -298,7 +310,7 @@ class Fuzz:
         if not self.unexpected(mid, "replay", run, (0,), trace=trace):
             why = violation_missing(trace)
             self.record(mid, "replay", "disagree" if why else "agree", why or "", [run], trace=trace)
-        if variant is None or not variant.impl:
+        if variant is None or not variant.impl or "replay_impl" not in self.compare:
             return
         run = Run(["replay", trace, "--impl", "reference", "--variant", variant.name], timeout=300)
         if not self.unexpected(mid, "replay_impl", run, (0, 1), trace=trace):
@@ -369,6 +381,7 @@ def main(argv=None) -> int:
     p.add_argument("--cluster-share", type=float, default=0.1, help="share of models also run on a local cluster")
     p.add_argument("--cluster-states", type=int, default=20000)
     p.add_argument("--variant-share", type=float, default=0.5, help="share of models also run with a bug variant")
+    p.add_argument("--compare", help="comma-separated comparisons to run (default all; spec_holds always runs)")
     args = p.parse_args(argv)
     fuzz = Fuzz(args)
     t0 = time.monotonic()
