@@ -305,18 +305,21 @@ class Fuzz:
 
     def replay(self, mid, trace, variant):
         """A written counterexample replays on the spec and ends in its violation; with a
-        variant the reference implementation can switch on, it replays there too."""
+        variant the reference implementation can switch on, it replays there too, to the
+        same violation. `replay` checks the safety properties on every state it reaches,
+        so a safety counterexample must stop at its last step naming its property; a
+        progress or liveness one (a path, a lasso) must replay to the end."""
+        why = violation_missing(trace)
         run = Run(["replay", trace, "--impl", "spec"], timeout=300)
-        if not self.unexpected(mid, "replay", run, (0,), trace=trace):
-            why = violation_missing(trace)
-            self.record(mid, "replay", "disagree" if why else "agree", why or "", [run], trace=trace)
+        if not self.unexpected(mid, "replay", run, (0, 1), trace=trace):
+            why = why or replay_ends_wrong(trace, run)
+            self.record(mid, "replay", "disagree" if why else "agree", why, [run], trace=trace)
         if variant is None or not variant.impl or "replay_impl" not in self.compare:
             return
         run = Run(["replay", trace, "--impl", "reference", "--variant", variant.name], timeout=300)
         if not self.unexpected(mid, "replay_impl", run, (0, 1), trace=trace):
-            self.record(mid, "replay_impl", "agree" if run.rc == 0 else "disagree",
-                        "" if run.rc == 0 else "the reference with the variant leaves the spec's trace", [run],
-                        trace=trace)
+            why = replay_ends_wrong(trace, run)
+            self.record(mid, "replay_impl", "disagree" if why else "agree", why, [run], trace=trace)
 
     # -- the table --------------------------------------------------------------------
     def summary(self, n: int, seconds: float) -> str:
@@ -341,7 +344,7 @@ class Fuzz:
 def violation_missing(path) -> str:
     """Why the trace at ``path`` does not end in the violation it names ("" when it does):
     the invariant fails in its last state, the transition property on its last step, a
-    lasso's cycle returns to its start state."""
+    lasso's cycle returns to its start state, a progress path ends with an obligation open."""
     from tiercheck.models.replay import lasso_closes, replay
     from tiercheck.models.trace import read_trace
     from tiercheck.models.trace_check import check_stored
@@ -361,8 +364,28 @@ def violation_missing(path) -> str:
             return "a transition property's trace without a step"
         hit = prop.fn(model, states[-2], actions[-1], states[-1])
         return "" if hit else f"{prop.name} holds on the last step"
-    opened = prop.fn.obligations(model, states[-1]) if hasattr(prop.fn, "obligations") else True
-    return "" if opened else f"{prop.name}: no obligation open in the last state"
+    return "" if prop.fn.obligations(model, states[-1]) else f"{prop.name}: no obligation open in the last state"
+
+
+_STOPPED = re.compile(r"disagrees with the spec at (?:step (\d+)/(\d+)|the initial state)")
+
+
+def replay_ends_wrong(path, run: Run) -> str:
+    """Why a `replay` of the counterexample at ``path`` did not end as it should ("" when
+    it did): stopped at the last step by its (safety) property, or agreeing to the end."""
+    from tiercheck.models.trace import read_trace
+
+    prop = BY_NAME[read_trace(path).prop]
+    stop = _STOPPED.search(run.out)
+    if prop.kind not in ("invariant", "transition"):
+        return "" if run.rc == 0 else f"a {prop.kind} trace does not replay to its end: {stop and stop.group(0)}"
+    if run.rc == 0:
+        return f"replayed to the end without breaking {prop.name}"
+    if f"breaks {prop.name}" not in run.out:
+        return f"stopped otherwise than by {prop.name}: " + run.out.strip().splitlines()[-1][:200]
+    if stop and stop.group(1) and stop.group(1) != stop.group(2):
+        return f"broke {prop.name} at step {stop.group(1)} of {stop.group(2)}, not the last"
+    return ""
 
 
 def main(argv=None) -> int:
