@@ -40,7 +40,7 @@ def test_a_few_random_models_agree_across_engines(tmp_path):
     assert sum(v == "agree" for (m, c), v in by.items() if c == "spec_holds") >= 2
     assert any(c == "replay" and v == "agree" for (m, c), v in by.items())  # a variant's counterexample replayed
     assert "spec_holds" in (out / "summary.txt").read_text()
-    assert sorted(p.name for p in (out / "models").glob("3-*.toml"))[0] == "3-0.toml"
+    assert (out / "models" / "3-0.toml").is_file()  # the models are kept for a reproduction
 
 
 def _checked(counts, verdicts, complete=True):
