@@ -240,6 +240,12 @@ def _check_consistent(cfg: Config, err) -> None:
         raise err("model.requests", "a request longer than 16 pages is out of reach for exhaustive checking")
     if min(cfg.pages_of(r) for r in cfg.requests) < 1:
         raise err("model.requests", f"a request shorter than page_size ({cfg.page_size} tokens) caches no page")
+    shortest = min(cfg.pages_of(r) for r in cfg.requests)
+    if shortest > cfg.device_pages:
+        # insert needs device room for the request's pages (CP lanes split the pool the way
+        # a request's pages split, so an empty pool that holds them holds each lane's share).
+        raise err("model.device_pages", f"is {cfg.device_pages}, but the shortest request caches {shortest} pages: "
+                  f"no request ever fits the device pool, so nothing can happen (one state)")
     for fault in ("partial_storage", "store_loss"):
         if fault in cfg.faults and not cfg.storage:
             raise err("model.faults", f"{fault!r} needs storage = true")

@@ -62,6 +62,11 @@ def test_a_good_file_loads_with_defaults(tmp_path):
          "[check]\nproperties = ['eviction_progress']\n", "model.host_pages", "longest request (3 pages)"),
         ("[model]\nrequests = [[1, 2, 3]]\nhost_pages = 0\npolicy = 'write_back'\n"
          "[check]\nproperties = ['no_ghost', 'eviction_progress_fair']\n", "model.host_pages", "never leave the device"),
+        # Random models (docs/random-models.md): no request fits the device pool, one state.
+        ("[model]\nrequests = [[1, 2], [3, 4, 5]]\ndevice_pages = 1\n", "model.device_pages",
+         "shortest request caches 2 pages"),
+        ("[model]\npage_size = 2\nrequests = [[1, 1, 2, 2, 3]]\ndevice_pages = 1\n", "model.device_pages",
+         "no request ever fits"),
     ],
 )
 def test_each_validation_error_names_file_and_key(tmp_path, text, key, words):
