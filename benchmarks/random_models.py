@@ -175,7 +175,7 @@ class Fuzz:
             if "conform" in self.compare:
                 self.conform(mid, path, work, conform_seed)
         if with_variant and "variant_tlc" in self.compare:
-            self.variant(mid, raw, work, variant)
+            self.variant(mid, raw, work, variant, rng)
 
     def check(self, path, *flags, limit=None) -> Checked:
         limit = limit or self.args.time_limit
@@ -286,11 +286,13 @@ class Fuzz:
                         "" if run.rc == 0 else "the reference implementation disagrees with the spec", [run])
 
     # -- bug variants -----------------------------------------------------------------
-    def variant(self, mid, raw, work, name):
-        vraw = json.loads(json.dumps(raw))
-        vraw["model"]["variants"] = [name]
-        vraw.get("check", {}).pop("symmetry", None)
+    def variant(self, mid, raw, work, name, rng):
         vid = f"{mid}+{name}"
+        settled = random_model.with_variant(rng, raw, name, self.refusals, f"{vid}.toml")
+        if settled is None:
+            self.record(vid, "variant_tlc", "skipped", "the loader refuses the variant on this model")
+            return
+        vraw = settled[0]
         path = self.out / "models" / f"{vid}.toml"
         path.write_text(random_model.to_toml(vraw))
         self.results.write(json.dumps({"model": vid, "compare": "model", "toml": path.read_text()}) + "\n")

@@ -212,4 +212,46 @@ def settle(rng, refusals: Counter, path: str = "<random>", tries: int = 50):
     raise RuntimeError(f"no valid model after {tries} draws (last refusal: {msg})")
 
 
-__all__ = ["DRAWERS", "ON_REQUEST", "draw", "to_toml", "settle", "refusal_kind"]
+# Keys of a variant's shipped model that stay drawn: the workload and the pools.
+_SHAPE = ("name", "description", "requests", "device_pages", "host_pages", "variants")
+
+
+def with_variant(rng, raw: dict, name: str, refusals: Counter, path: str = "<random>", tries: int = 20):
+    """(raw dict, ModelFile) of a model with bug variant ``name`` switched on, or None
+    when the loader refuses every try. Three mixes, so that the bug is reachable more often
+    than on an arbitrary model: four times in ten the variant's shipped model with each
+    other key of the drawn model added at even odds; three times the drawn model with the
+    shipped model's settings (every key but the requests and the pools; the larger rank
+    count); three times the drawn model as it is. [check] is left out (the default
+    properties of the result). Refusals are counted and handled as in ``settle``."""
+    from tiercheck.spec.variants import VARIANTS
+
+    shipped = model_file.load(VARIANTS[name].model).raw["model"]
+    mix = rng.random()
+    if mix < 0.4:
+        m = {k: v for k, v in shipped.items() if k != "name"}
+        for key, value in raw["model"].items():
+            if key not in m and key not in _SHAPE and rng.random() < 0.5:
+                m[key] = value
+    else:
+        m = dict(raw["model"])
+        for key, value in shipped.items() if mix < 0.7 else ():
+            if key not in _SHAPE:
+                m[key] = max(value, m.get("ranks", 1)) if key == "ranks" else value
+    m["variants"] = [name]
+    out = {"model": m}
+    for _ in range(tries):
+        try:
+            return out, model_file.parse(model_file.loads(to_toml(out), path), path)
+        except UserError as exc:
+            msg = str(exc)
+            refusals[refusal_kind(msg)] += 1
+            found = _KEY.search(msg)
+            key = found.group(2) if found and found.group(1) == "model" else None
+            if key not in m or key in ("requests", "variants"):
+                return None
+            del m[key]
+    return None
+
+
+__all__ = ["DRAWERS", "ON_REQUEST", "draw", "to_toml", "settle", "with_variant", "refusal_kind"]
