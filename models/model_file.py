@@ -174,12 +174,13 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
         if x not in BY_NAME:
             known = ", ".join(BY_NAME)
             raise err("check.properties", f"unknown property {x!r} (known: {known})")
-    if "host_channel" in props:
+    channel = [x for x in ("host_channel", "host_channel_fair") if x in props]
+    if channel:
         largest = max(cfg.pages_of(r) for r in cfg.requests)
         if cfg.host_free_target < largest:
             raise err(
                 "model.host_free_target",
-                f"is {cfg.host_free_target}, but host_channel needs it >= the longest request "
+                f"is {cfg.host_free_target}, but {channel[0]} needs it >= the longest request "
                 f"({largest} pages): mirror release only releases up to the target, so a larger "
                 f"waiting node could never be admitted",
             )
