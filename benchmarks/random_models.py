@@ -256,7 +256,9 @@ class Fuzz:
         if not base.complete or base.counts[0] > self.args.cluster_states:
             self.record(mid, "cluster", "skipped", "check partial or over --cluster-states")
             return
-        self.same(mid, "cluster", base, self.check(path, "--cluster", "local:2", "--no-symmetry"))
+        # The cluster's round trips cost more than one process's search: a longer limit.
+        limit = 4 * self.args.time_limit
+        self.same(mid, "cluster", base, self.check(path, "--cluster", "local:2", "--no-symmetry", limit=limit))
 
     def tlc(self, mid, path, where, checked: Checked, compare):
         """TLC on the twin: its verdict on the twin's properties, and (when both explored
