@@ -80,7 +80,8 @@ def rank_increments(model, before: RankState, after: RankState, action, rank: in
         k = len(before.sdone)
         if len(after.sdone) == k + 1 and after.sdone[k].reported != SKIP:
             first, last = before.sq[k]
-            out[STORAGE_FAILED_PAGES] += len(model.pages.chain(first, last)) - after.sdone[k].reported
+            # the pages that really failed: under failed-batch-acked the ack reports them stored
+            out[STORAGE_FAILED_PAGES] += len(model.pages.chain(first, last)) - after.sdone[k].actual
     if action.name == "check_prefetch_progress" and len(after.pq) < len(before.pq):
         i = dict(action.params)["op"]
         out[PREFETCH_COMPLETED] += min(max(b.pdone[i], 0) for b, _a in ranks)

@@ -80,7 +80,7 @@ def rank_state(model, snap: dict) -> RankState:
         lq=tuple(span(x) for x in snap["lq"]),
         ldone=snap["ldone"],
         sq=tuple(span(x) for x in snap["sq"]),
-        sdone=tuple(StorageAck(k, k) for k in snap["sdone"]),
+        sdone=_acks(snap),
         pq=tuple(
             (_request(model, req), _page(model, anchor) if anchor else -1, k, pages)
             for req, anchor, k, pages in snap["pq"]
@@ -101,6 +101,22 @@ def rank_state(model, snap: dict) -> RankState:
         # how each prefetch is ending (spec/prefetch_end.py), where the spec keeps it
         pflags=tuple(snap["pflags"]) if tracks_flags(model.cfg) else (),
     )
+
+
+def _acks(snap: dict) -> tuple:
+    """The finished backups' acks: what each reports (``sdone``) and, as the history field
+    ``StorageAck.actual``, what it really stored (``sstored``, optional: an implementation
+    whose acks report what was stored may leave it out). Without the stored counts, a lying
+    ack (failed-batch-acked) would refine to a state whose properties and counters see the
+    reported pages as stored."""
+    reported = snap["sdone"]
+    stored = snap.get("sstored")
+    if stored is None:
+        stored = reported
+    if len(stored) != len(reported):
+        raise RefinementError(f"the snapshot has {len(stored)} 'sstored' counts for {len(reported)} finished "
+                              "backups ('sdone')")
+    return tuple(StorageAck(k, n) for k, n in zip(reported, stored))
 
 
 def _slot_fields(model, snap: dict) -> dict:

@@ -50,6 +50,7 @@ class Inspect:
             "ldone": self._ldone(),
             "sq": [(p(o.pages[0]), p(o.pages[-1])) for o in self.sq],
             "sdone": self._sdone(),
+            "sstored": self._sstored(),  # what each finished backup really stored
             "pq": [
                 (o.req, p(o.anchor_end) if o.anchor_end else None, o.k, len(o.pages)) for o in self.pq
             ],

@@ -44,6 +44,7 @@ class BackupOp:  # one H->L3 backup (write_backup_storage)
     pages: list[str]
     op_id: int | None  # storage worker op id; None for a single-writer follower (no write)
     ack: int | None = None  # pages the finished op reports (SKIP for a follower)
+    stored: int | None = None  # pages it really stored (= ack unless failed-batch-acked)
 
 
 @dataclass
@@ -330,3 +331,8 @@ class RankBase:
                 break
             out.append(op.ack)
         return out
+
+    def _sstored(self) -> list[int]:
+        """Per finished backup (as ``_sdone``), the pages it really stored: what the ack
+        reports, unless the ack lies (failed-batch-acked)."""
+        return [op.ack if op.stored is None else op.stored for op in self.sq[: len(self._sdone())]]

@@ -57,6 +57,7 @@ class StoragePath:
         self.metrics.add(mt.STORAGE_FAILED_PAGES, len(op.pages) - done)
         # The ack reports the completed prefix; failed-batch-acked reports the whole op.
         op.ack = len(op.pages) if self.cfg.has("failed-batch-acked") else done
+        op.stored = done
 
     def _poll(self) -> None:
         """Pick up what the worker threads finished (threaded mode)."""
