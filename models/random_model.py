@@ -3,8 +3,10 @@
 
 ``draw(rng)`` draws a small model: every key a model file accepts ([model]: each constant
 of spec/config.py, options and faults included; [check]: properties, symmetry), sized so
-that an exhaustive check usually ends in seconds (1-3 ranks, one to three requests of one
-to three pages with shared prefixes, pools of 0-4 pages). ``settle`` loads it through the
+that an exhaustive check usually ends in seconds (the ``SMALL`` shape: 1-3 ranks, one to
+three requests of one to three pages with shared prefixes, pools of 0-4 pages), or in the
+``LARGE`` shape (2-3 ranks, three or four requests of two to four pages, larger pools),
+whose levels are wide enough that ``check --workers 2`` forks. ``settle`` loads it through the
 model loader; a one-line refusal that names a key the draw set drops that key and loads
 again, any other refusal draws again, and every refusal is counted. The same ``rng``
 state gives the same model: seed a ``random.Random`` per model.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, NamedTuple, Optional
 
 from tiercheck.errors import UserError
 from tiercheck.models import model_file
@@ -28,13 +30,30 @@ def _maybe(rng, p: float) -> bool:
     return rng.random() < p
 
 
-def _requests(rng, m) -> list:
-    """One to three requests of one to three pages; half of the later ones extend or
-    branch off an earlier one (a shared prefix: shared pages, a split)."""
+class Shape(NamedTuple):
+    """The size of a drawn model: rank counts to choose from, and (low, high) bounds."""
+
+    ranks: tuple
+    requests: tuple  # how many requests
+    pages: tuple  # pages per request
+    device: tuple  # device pool pages
+    host: tuple  # host pool pages
+
+
+SMALL = Shape(ranks=(1, 1, 2, 2, 3), requests=(1, 3), pages=(1, 3), device=(1, 4), host=(0, 4))
+# Wide levels (hundreds to thousands of states each): the parallel search and the cluster
+# get work to split; most still end within a check's time limit.
+LARGE = Shape(ranks=(2, 2, 3), requests=(3, 4), pages=(2, 3), device=(3, 6), host=(2, 5))
+SHAPES = {"small": SMALL, "large": LARGE}
+
+
+def _requests(rng, m, shape: Shape = SMALL) -> list:
+    """Requests (``shape.requests`` of ``shape.pages`` pages each); half of the later
+    ones extend or branch off an earlier one (a shared prefix: shared pages, a split)."""
     size = m.get("page_size", 1)
     pages = []
-    for _ in range(rng.randint(1, 3)):
-        n = rng.randint(1, 3)
+    for _ in range(rng.randint(*shape.requests)):
+        n = rng.randint(*shape.pages)
         if pages and _maybe(rng, 0.5):
             base = rng.choice(pages)
             keep = rng.randint(0, min(len(base), n))
@@ -89,15 +108,22 @@ def _faults(rng, m) -> Optional[list]:
     return names or None
 
 
+def _shaped(shape: Shape) -> Dict[str, Callable]:
+    """The drawers of the keys that size a model, for ``shape``."""
+    return {
+        "ranks": lambda rng, m: rng.choice(shape.ranks),
+        "requests": lambda rng, m: _requests(rng, m, shape),
+        "device_pages": lambda rng, m: rng.randint(*shape.device),
+        "host_pages": lambda rng, m: rng.randint(*shape.host),
+    }
+
+
 # Drawn in this order (later keys look at earlier ones). A drawer returns None to leave
 # the key out (its default). tests/models/test_random_model.py checks that every
 # constant of spec/config.py has a drawer, so a new constant is drawn too.
 DRAWERS: Dict[str, Callable] = {
     "page_size": _choice(0.2, (2, 3)),
-    "ranks": lambda rng, m: rng.choice((1, 1, 2, 2, 3)),
-    "requests": _requests,
-    "device_pages": lambda rng, m: rng.randint(1, 4),
-    "host_pages": lambda rng, m: rng.randint(0, 4),
+    **_shaped(SMALL),  # ranks, requests, device_pages, host_pages
     "policy": lambda rng, m: rng.choice(POLICIES),
     "storage": _flag(0.5),
     "prefetch": _flag(0.4, _storage),
@@ -134,10 +160,11 @@ DRAWERS: Dict[str, Callable] = {
 }
 
 
-def draw(rng) -> dict:
+def draw(rng, shape: Shape = SMALL) -> dict:
     """A raw model-file dict ({"model": ..., "check": ...}); not yet validated."""
     m: dict = {"description": "random model (tiercheck.models.random_model)"}
-    for key, drawer in DRAWERS.items():
+    drawers = {**DRAWERS, **_shaped(shape)} if shape is not SMALL else DRAWERS  # same key order
+    for key, drawer in drawers.items():
         v = drawer(rng, m)
         if v is not None:
             m[key] = v
@@ -182,11 +209,11 @@ def refusal_kind(message: str) -> str:
     return f"{m.group(1)}.{m.group(2)}: " + re.sub(r"\d+", "N", rest)[:70]
 
 
-def settle(rng, refusals: Counter, path: str = "<random>", tries: int = 50):
+def settle(rng, refusals: Counter, path: str = "<random>", tries: int = 50, shape: Shape = SMALL):
     """(raw dict, loaded ModelFile): a drawn model the loader accepts. Each refusal is
     counted in ``refusals`` by ``refusal_kind``; the key it names is dropped when the draw
     set it (the named constraint then holds by default), else the model is drawn again."""
-    raw = draw(rng)
+    raw = draw(rng, shape)
     extra = rng.choice(ON_REQUEST) if _maybe(rng, 0.15) else None
     msg = ""
     for _ in range(tries):
@@ -202,7 +229,7 @@ def settle(rng, refusals: Counter, path: str = "<random>", tries: int = 50):
                 if not raw[table]:
                     del raw[table]
             else:
-                raw = draw(rng)
+                raw = draw(rng, shape)
             continue
         if extra is None or extra in mf.properties:
             return raw, mf
@@ -254,4 +281,4 @@ def with_variant(rng, raw: dict, name: str, refusals: Counter, path: str = "<ran
     return None
 
 
-__all__ = ["DRAWERS", "ON_REQUEST", "draw", "to_toml", "settle", "with_variant", "refusal_kind"]
+__all__ = ["DRAWERS", "ON_REQUEST", "SHAPES", "SMALL", "LARGE", "Shape", "draw", "to_toml", "settle", "with_variant", "refusal_kind"]

@@ -33,7 +33,8 @@ def _outcomes(out: Path):
 def test_a_few_random_models_agree_across_engines(tmp_path):
     out = tmp_path / "fuzz"
     rc = rm.main(["--seed", "3", "--models", "3", "--out", str(out), "--time-limit", "10",
-                  "--compare", "spec_holds,simulate,workers,symmetry,variant_tlc,replay", "--tlc-states", "0"])
+                  "--compare", "spec_holds,simulate,workers,symmetry,variant_tlc,replay", "--tlc-states", "0",
+                  "--large-share", "0"])
     recs = _outcomes(out)
     assert rc == 0, [r for r in recs if r["outcome"] in rm.FAILING]
     by = {(r["model"], r["compare"]): r["outcome"] for r in recs}
@@ -63,10 +64,24 @@ def test_same_reports_a_count_or_verdict_difference(tmp_path):
     assert f.table["symmetry"]["agree"] == 1 and f.table["symmetry"]["disagree"] == 1
 
 
+def test_the_parallel_comparisons_count_their_processes(tmp_path):
+    f = rm.Fuzz(_args(tmp_path))
+    a = _checked((10, 20, 3), {"no_ghost": "holds"})
+    two = _checked((10, 20, 3), {"no_ghost": "holds"})
+    two.run.out = "  10 distinct states, 20 transitions, depth 3, 0.50s (20 states/s, 2 workers), exploration complete"
+    f.same("m", "workers", a, two)
+    f.same("m", "cluster", a, two)
+    f.same("m", "symmetry", a, two)  # not a parallel run: not counted
+    assert f.processes == {"workers": {2: 1}, "cluster": {2: 1}}
+    recs = _outcomes(tmp_path)
+    assert [r.get("processes") for r in recs] == [2, 2, None]
+    assert "workers  2 processes: 1" in f.summary(1, 1.0)
+
+
 def _args(out):
     import argparse
 
-    return argparse.Namespace(out=str(out), compare=None, seed=0)
+    return argparse.Namespace(out=str(out), compare=None, seed=0, time_limit=20)
 
 
 def test_violation_missing_needs_the_named_violation(tmp_path):
@@ -81,6 +96,23 @@ def test_violation_missing_needs_the_named_violation(tmp_path):
     other = tmp_path / "other.json"
     other.write_text(json.dumps(doc))
     assert "holds" in rm.violation_missing(other)
+
+
+def test_a_replay_may_stop_where_the_spec_trace_passes_another_violation(tmp_path):
+    """variants/page-ceil-match's slot_conservation counterexample passes prefix_closed's
+    violation at step 2 of 4 (the checker searches on past it): `replay` stops there, on
+    the spec as it would on the reference, and that is no disagreement; a stop at a
+    property the spec's own state there does not break is one."""
+    from tiercheck.models.trace import read_trace
+
+    cex = tmp_path / "cex.json"
+    run = rm.Run(["check", "variants/page-ceil-match", "--quiet", "--out", str(cex)], timeout=300)
+    trace = next(t for t in rm._WRITTEN.findall(run.out) if read_trace(t).prop == "slot_conservation")
+    rep = rm.Run(["replay", trace, "--impl", "spec"], timeout=300)
+    assert rep.rc == 1 and "step 2/4" in rep.out and rm.broken_names(rep.out) == ["prefix_closed"], rep.tail()
+    assert rm.replay_ends_wrong(trace, rep) == ""
+    rep.out = rep.out.replace("breaks prefix_closed:", "breaks no_ghost:")
+    assert "at step 2 of 4, not the last" in rm.replay_ends_wrong(trace, rep)
 
 
 @pytest.mark.slow  # tens of models through every engine: many minutes

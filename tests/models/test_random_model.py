@@ -22,6 +22,27 @@ def test_a_seed_reproduces_the_model():
     assert a == b and a != c
 
 
+def test_the_small_shape_keeps_the_draws_of_earlier_runs():
+    """Model 20 of seed 103 (session 8's run, docs/random-models.md) is drawn again."""
+    raw, _mf = random_model.settle(random.Random("103/20"), Counter())
+    assert raw["model"]["requests"] == [[2, 2, 2, 4, 4, 4, 4], [1] * 9, [2, 2, 2, 1, 1, 5, 3]]
+    assert (raw["model"]["ranks"], raw["model"]["device_pages"], raw["model"]["host_pages"]) == (3, 2, 4)
+
+
+def test_the_large_shape_draws_more_ranks_requests_and_pages():
+    small, large = Counter(), Counter()
+    for i in range(40):
+        for shape, tally in ((random_model.SMALL, small), (random_model.LARGE, large)):
+            raw, mf = random_model.settle(random.Random(f"9/{i}"), Counter(), shape=shape)
+            tally["ranks"] += mf.config.ranks
+            tally["requests"] += len(mf.config.requests)
+            tally["pages"] += sum(len(r) // mf.config.page_size for r in mf.config.requests)
+            if shape is random_model.LARGE:
+                assert mf.config.ranks >= 2 and mf.config.device_pages >= 3
+    more = {"ranks": 1.2, "requests": 1.5, "pages": 1.8}  # small: 1.8 ranks, 1.9 requests, 3.9 pages
+    assert all(large[k] > small[k] * f for k, f in more.items()), (small, large)
+
+
 def test_settled_models_load_and_cover_every_key():
     seen, refusals = Counter(), Counter()
     for i in range(300):
@@ -40,7 +61,7 @@ def test_settled_models_load_and_cover_every_key():
 def test_a_refusal_drops_the_key_it_names(monkeypatch):
     refusals = Counter()
     raw = {"model": {"requests": [[1, 2]], "policy": "write_through", "faults": ["store_loss"]}}
-    monkeypatch.setattr(random_model, "draw", lambda _rng: raw)
+    monkeypatch.setattr(random_model, "draw", lambda _rng, _shape=None: raw)
     out, mf = random_model.settle(random.Random("0/0"), refusals)
     assert "faults" not in out["model"] and not mf.config.faults  # store_loss needs storage
     assert refusals == Counter({"model.faults: 'store_loss' needs storage = true": 1})
