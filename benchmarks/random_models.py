@@ -469,7 +469,7 @@ def main(argv=None) -> int:
     p.add_argument("--tlc-timeout", type=float, default=300)
     p.add_argument("--conform-timeout", type=float, default=300)
     p.add_argument("--cluster-share", type=float, default=0.1, help="share of models also run on a local cluster")
-    p.add_argument("--cluster-states", type=int, default=20000)
+    p.add_argument("--cluster-states", type=int, default=60000, help="the cluster comparison on models up to this many states")
     p.add_argument("--variant-share", type=float, default=0.5, help="share of models also run with a bug variant")
     p.add_argument("--large-share", type=float, default=0.25,
                    help="share of models drawn in the LARGE shape (wide levels: the parallel runs fork; "

@@ -44,6 +44,20 @@ def test_a_few_random_models_agree_across_engines(tmp_path):
     assert (out / "models" / "3-0.toml").is_file()  # the models are kept for a reproduction
 
 
+def test_a_large_model_forks_the_parallel_search(tmp_path):
+    """Model 13 of seed 7 in the LARGE shape (2 ranks, 4 requests, 25,636 states): its
+    widest levels pass the 800 states at which the checker forks, so `--workers 2`
+    searches with two processes, and agrees with one."""
+    out = tmp_path / "fuzz"
+    rc = rm.main(["--seed", "7", "--only", "13", "--out", str(out), "--large-share", "1",
+                  "--compare", "spec_holds,workers"])
+    recs = _outcomes(out)
+    assert rc == 0, [r for r in recs if r["outcome"] in rm.FAILING]
+    (workers,) = [r for r in recs if r["compare"] == "workers"]
+    assert workers["outcome"] == "agree" and workers["processes"] == 2, workers
+    assert "seed 7; large 1" in (out / "summary.txt").read_text()
+
+
 def _checked(counts, verdicts, complete=True):
     c = rm.Checked.__new__(rm.Checked)
     c.run = rm.Run.__new__(rm.Run)
@@ -120,7 +134,7 @@ def test_many_random_models_agree_across_every_engine(tmp_path):
     if shutil.which("java") is None:
         pytest.skip("no Java runtime for TLC")
     out = tmp_path / "fuzz"
-    rc = rm.main(["--seed", "11", "--models", "25", "--out", str(out), "--cluster-share", "0.2"])
+    rc = rm.main(["--seed", "11", "--models", "25", "--out", str(out), "--cluster-share", "0.2", "--large-share", "0"])
     recs = _outcomes(out)
     assert rc == 0, [r for r in recs if r["outcome"] in rm.FAILING]
     done = {r["compare"] for r in recs if r["outcome"] == "agree"}
