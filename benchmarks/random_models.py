@@ -26,6 +26,8 @@ process each), and the comparisons are:
                  (`tiercheck replay --impl spec`) and ends in the violation it names
   replay_impl    ... and on the reference implementation with the variant switched on
 
+A long run stops with `kill PID` (or -INT) and still writes the summary of what it finished.
+
 Outcomes: agree, disagree, error (a crash or an unexpected exit), inconclusive (a time
 limit), refused (the engine's one-line exit-2 refusal: a feature it lacks), skipped (does
 not apply). Every outcome is a line of OUT/results.jsonl; OUT/summary.txt is the table.
@@ -38,6 +40,7 @@ import argparse
 import json
 import random
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -479,13 +482,26 @@ def main(argv=None) -> int:
     fuzz = Fuzz(args)
     t0 = time.monotonic()
     indices = [args.only] if args.only is not None else range(args.start, args.start + args.models)
-    for i in indices:
-        fuzz.model(i)
-    text = fuzz.summary(len(indices), time.monotonic() - t0)
+    done = 0
+    try:
+        for i in indices:
+            fuzz.model(i)
+            done += 1
+    except KeyboardInterrupt:  # stopped (kill, kill -INT): the summary of the models finished
+        print(f"interrupted in model {args.seed}-{indices[done]}: the summary counts the {done} models before "
+              f"it, and the comparisons of that one that finished", flush=True)
+    text = fuzz.summary(done, time.monotonic() - t0)
     (fuzz.out / "summary.txt").write_text(text)
     print(text)
     return 1 if fuzz.failures else 0
 
 
+def _stop(_signum, _frame):
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
+    # A run started in the background ignores SIGINT: SIGTERM and SIGINT both stop it.
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
     sys.exit(main())
