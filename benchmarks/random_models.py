@@ -440,22 +440,13 @@ def broken_names(out: str) -> list:
 
 def spec_breaks_at(path, step: int, names) -> bool:
     """Whether the spec's own states of the trace at ``path`` break one of the properties
-    ``names`` at ``step`` (1-based): the checker searches on past one property's
-    violation for the others', so a trace may pass another property's violation, where
-    `replay`, which checks every property on every state, stops."""
-    from tiercheck.models.replay import replay
+    ``names`` at ``step`` (1-based; tiercheck.models.replay.breaks_at)."""
+    from tiercheck.models.replay import breaks_at
     from tiercheck.models.trace import read_trace
     from tiercheck.models.trace_check import check_stored
 
     _mf, model, actions, _probes = check_stored(read_trace(path))
-    states = replay(model, actions[:step])
-    for name in names:
-        prop = BY_NAME[name]
-        if prop.kind == "invariant" and prop.fn(model, states[-1]):
-            return True
-        if prop.kind == "transition" and prop.fn(model, states[-2], actions[step - 1], states[-1]):
-            return True
-    return False
+    return bool(breaks_at(model, actions, step - 1, names))
 
 
 def main(argv=None) -> int:

@@ -92,3 +92,22 @@ def lasso_closes(m, actions, loop_start: int, start=None) -> Optional[str]:
     if states[-1] != states[loop_start]:
         return "the cycle does not return to its start state"
     return None
+
+
+def breaks_at(m, actions, step: int, names) -> List[str]:
+    """The safety properties among ``names`` that the spec's own states break at action
+    ``step`` (0-based: the invariant in the state after it, the transition property on
+    it). The checker searches on past one property's violation for the others', so a
+    counterexample may pass through another property's violation, where a replay that
+    checks every property stops."""
+    from tiercheck.spec.properties import BY_NAME
+
+    states = replay(m, actions[: step + 1])
+    out = []
+    for name in names:
+        p = BY_NAME[name]
+        if p.kind == "invariant" and p.fn(m, states[-1]):
+            out.append(name)
+        elif p.kind == "transition" and p.fn(m, states[-2], actions[step], states[-1]):
+            out.append(name)
+    return out
