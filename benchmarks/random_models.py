@@ -62,6 +62,7 @@ _COUNTS = re.compile(r"([\d,]+) distinct states, ([\d,]+) transitions, depth (\d
 _VERDICT = re.compile(r"^  (\w+) +(holds so far|holds|violated|unknown|unchecked.*|withdrawn.*)$", re.M)
 _PROCESSES = re.compile(r"states/s, (\d+) workers?\)")
 _WRITTEN = re.compile(r"^written to (.+)$", re.M)
+_BOUNDED = re.compile(r"exploration PARTIAL \(--max-states \d+ reached\)")
 _TLC = re.compile(r"TLC: ([\d,]+) distinct states, .*, (no error|violated: [\w, ]+|error)$", re.M)
 
 
@@ -107,6 +108,9 @@ class Checked:
         self.counts = tuple(int(x.replace(",", "")) for x in m.groups()) if m else None
         self.verdicts = dict(_VERDICT.findall(run.out))
         self.complete = "exploration complete" in run.out
+        # Stopped by --max-states: the bound cuts the search at the same state whatever the
+        # processes, so counts and verdicts so far compare across the parallel runs.
+        self.bounded = bool(_BOUNDED.search(run.out))
         self.violated = {p for p, v in self.verdicts.items() if v == "violated"}
         self.traces = _WRITTEN.findall(run.out)
         self.ok = run.rc in (0, 1, 3) and (m is not None or "random walks" in run.out)
@@ -125,6 +129,7 @@ class Fuzz:
         self.shapes = Counter()  # models drawn per shape
         self.processes = {c: Counter() for c in ("workers", "cluster")}  # compared runs per process count
         self.limit = args.time_limit  # this model's time limit (LARGE models: three times)
+        self._bounded = None  # (path, the one-process run bounded by --bounded-states)
         self.compare = set(args.compare.split(",")) if args.compare else set(COMPARISONS)
         unknown = self.compare - set(COMPARISONS)
         if unknown:
@@ -238,7 +243,7 @@ class Fuzz:
         for the parallel runs, how many processes the other one searched with."""
         if self.unexpected(mid, compare, other.run, (0, 1, 3)):
             return
-        if not (base.complete and other.complete):
+        if not ((base.complete and other.complete) or (base.bounded and other.bounded)):
             self.record(mid, compare, "inconclusive", "a partial search", [base.run, other.run])
             return
         used = _PROCESSES.search(other.run.out)
@@ -254,13 +259,29 @@ class Fuzz:
         self.record(mid, compare, "disagree" if diffs else "agree", "; ".join(diffs), [base.run, other.run],
                     **extra)
 
+    def bounded_base(self, path, base: Checked):
+        """``base`` when it explored everything, else (a time limit) the one-process run
+        bounded by ``--bounded-states`` (cached per model), the parallel runs then bounded
+        alike: (the run, the flags that bound the others), or (None, ()) when the bound is
+        off or the bounded run did not reach it."""
+        if base.complete:
+            return base, ()
+        flags = ("--max-states", str(self.args.bounded_states))
+        if not self.args.bounded_states:
+            return None, ()
+        if self._bounded is None or self._bounded[0] != path:
+            self._bounded = (path, self.check(path, "--workers", "1", "--no-symmetry", *flags, limit=4 * self.limit))
+        one = self._bounded[1]
+        return (one, flags) if one.bounded else (None, ())
+
     def workers(self, mid, path, base):
-        if not base.complete:
-            self.record(mid, "workers", "skipped", "check partial")
+        base, bound = self.bounded_base(path, base)
+        if base is None:
+            self.record(mid, "workers", "skipped", "check partial, and no run reached --bounded-states")
             return
-        two = self.check(path, "--workers", "2", "--no-symmetry")
+        two = self.check(path, "--workers", "2", "--no-symmetry", *bound, limit=4 * self.limit if bound else None)
         used = _PROCESSES.search(two.run.out)
-        if two.complete and used and used.group(1) == "1":
+        if (two.complete or two.bounded) and used and used.group(1) == "1":
             # Levels under 800 states are expanded by the owner: nothing to compare.
             self.record(mid, "workers", "skipped", "--workers 2 expanded every level in one process", [two.run])
             return
@@ -275,12 +296,13 @@ class Fuzz:
         self.same(mid, "symmetry", base, sym, props=safety)
 
     def cluster(self, mid, path, base):
-        if not base.complete or base.counts[0] > self.args.cluster_states:
-            self.record(mid, "cluster", "skipped", "check partial or over --cluster-states")
+        base, bound = self.bounded_base(path, base)
+        if base is None or base.counts[0] > self.args.cluster_states:
+            self.record(mid, "cluster", "skipped", "check partial (no bounded run) or over --cluster-states")
             return
         # The cluster's round trips cost more than one process's search: a longer limit.
         limit = 4 * self.limit
-        self.same(mid, "cluster", base, self.check(path, "--cluster", "local:2", "--no-symmetry", limit=limit))
+        self.same(mid, "cluster", base, self.check(path, "--cluster", "local:2", "--no-symmetry", *bound, limit=limit))
 
     def tlc(self, mid, path, where, checked: Checked, compare):
         """TLC on the twin: its verdict on the twin's properties, and (when both explored
@@ -463,6 +485,9 @@ def main(argv=None) -> int:
     p.add_argument("--tlc-timeout", type=float, default=300)
     p.add_argument("--conform-timeout", type=float, default=300)
     p.add_argument("--cluster-share", type=float, default=0.1, help="share of models also run on a local cluster")
+    p.add_argument("--bounded-states", type=int, default=20000,
+                   help="where a check hits the time limit, the parallel comparisons compare runs bounded by "
+                        "--max-states this many (0: skip them)")
     p.add_argument("--cluster-states", type=int, default=60000, help="the cluster comparison on models up to this many states")
     p.add_argument("--variant-share", type=float, default=0.5, help="share of models also run with a bug variant")
     p.add_argument("--large-share", type=float, default=0.25,

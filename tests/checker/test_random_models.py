@@ -58,11 +58,11 @@ def test_a_large_model_forks_the_parallel_search(tmp_path):
     assert "seed 7; large 1" in (out / "summary.txt").read_text()
 
 
-def _checked(counts, verdicts, complete=True):
+def _checked(counts, verdicts, complete=True, bounded=False):
     c = rm.Checked.__new__(rm.Checked)
     c.run = rm.Run.__new__(rm.Run)
     c.run.rc, c.run.out, c.run.err, c.run.wall, c.run.argv = 0, "", "", 0.0, ["check"]
-    c.counts, c.verdicts, c.complete = counts, verdicts, complete
+    c.counts, c.verdicts, c.complete, c.bounded = counts, verdicts, complete, bounded
     c.violated = {p for p, v in verdicts.items() if v == "violated"}
     return c
 
@@ -92,10 +92,24 @@ def test_the_parallel_comparisons_count_their_processes(tmp_path):
     assert "workers  2 processes: 1" in f.summary(1, 1.0)
 
 
+def test_runs_bounded_by_max_states_compare_and_time_limited_ones_do_not(tmp_path):
+    f = rm.Fuzz(_args(tmp_path))
+    a = _checked((20000, 77450, 15), {"no_ghost": "holds so far"}, complete=False, bounded=True)
+    f.same("m", "workers", a, _checked((20000, 77450, 15), {"no_ghost": "holds so far"}, False, True))
+    f.same("m", "workers", a, _checked((20000, 77451, 15), {"no_ghost": "holds so far"}, False, True))
+    f.same("m", "workers", a, _checked((9000, 30000, 12), {"no_ghost": "holds so far"}, False, False))
+    assert dict(f.table["workers"]) == {"agree": 1, "disagree": 1, "inconclusive": 1}
+    run = rm.Run.__new__(rm.Run)
+    run.rc, run.err = 0, ""
+    run.out = ("  20,000 distinct states, 77,450 transitions, depth 15, 21.73s (920 states/s, 1 worker), "
+               "exploration PARTIAL (--max-states 20000 reached)")
+    assert rm.Checked(run).bounded and not rm.Checked(run).complete
+
+
 def _args(out):
     import argparse
 
-    return argparse.Namespace(out=str(out), compare=None, seed=0, time_limit=20)
+    return argparse.Namespace(out=str(out), compare=None, seed=0, time_limit=20, bounded_states=20000)
 
 
 def test_violation_missing_needs_the_named_violation(tmp_path):
