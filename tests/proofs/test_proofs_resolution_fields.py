@@ -90,6 +90,13 @@ def test_durable_evicted_while_planned_fails_rank_agreement_with_a_cti():
                                      variants=frozenset({"durable-evicted-while-planned"}), k=2))
     assert r.status == "failed" and r.cti["config"]["durable_capacity"] > 0
     assert r.cti["explicit"]["property"]  # the spec's rank_agreement fails on the post-state
+    # and on the explicit spec's own successor: the CTI's pre-state carries the durable LRU
+    # order the encoding chose (free there), so the spec evicts the same mark
+    from tiercheck.spec.properties import BY_NAME
+
+    m, pre, a, _post = r.cti["_states"]
+    assert any(rs.dlru for rs in pre.ranks)
+    assert BY_NAME["rank_agreement"].fn(m, m.next_state(pre, a))
 
 
 def test_the_fields_are_proved_where_their_variants_fail():
