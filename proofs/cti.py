@@ -26,6 +26,7 @@ from ..spec.state import DEV_NAMES, HOST_NAMES, live_nodes
 from .config import FLAGS
 from .encode.cp_planner import order_into_state
 from .encode.durable import dlru_into_state
+from .encode.host_eviction import host_order_into_state
 from .sym import const, model_value
 from .translate import rv_values, values_to_state
 from .universe import token_paths
@@ -118,6 +119,7 @@ def extract(su, model, target: str, action: str) -> Dict:
         return out
     pre = values_to_state(pre_vals, hung(su.pre), halted(su.pre), req_of_end, tracks_flags(cfg))
     pre = order_into_state(su.ctx, lambda x: model_value(model, const(x)), reps, pre)  # the CP planner's order
+    pre = host_order_into_state(su.ctx, lambda x: model_value(model, const(x)), reps, pre)  # evict_host's LRU
     if tracks_lru(cfg):  # the durable LRU's order and ages
         pre = dlru_into_state(su.ctx, lambda x: model_value(model, const(x)), reps, pre)
     a = _action(su, model, reps, seen, m)
