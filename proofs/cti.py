@@ -18,12 +18,15 @@ import z3
 
 from ..spec.action import act
 from ..spec.config import Config
+from ..spec.durable import tracks_lru
 from ..spec.model import Model
 from ..spec.prefetch_end import tracks_flags
 from ..spec.properties import BY_NAME as SPEC_PROPERTIES
 from ..spec.state import DEV_NAMES, HOST_NAMES, live_nodes
 from .config import FLAGS
 from .encode.cp_planner import order_into_state
+from .encode.durable import dlru_into_state
+from .encode.host_eviction import host_order_into_state
 from .sym import const, model_value
 from .translate import rv_values, values_to_state
 from .universe import token_paths
@@ -116,6 +119,9 @@ def extract(su, model, target: str, action: str) -> Dict:
         return out
     pre = values_to_state(pre_vals, hung(su.pre), halted(su.pre), req_of_end, tracks_flags(cfg))
     pre = order_into_state(su.ctx, lambda x: model_value(model, const(x)), reps, pre)  # the CP planner's order
+    pre = host_order_into_state(su.ctx, lambda x: model_value(model, const(x)), reps, pre)  # evict_host's LRU
+    if tracks_lru(cfg):  # the durable LRU's order and ages
+        pre = dlru_into_state(su.ctx, lambda x: model_value(model, const(x)), reps, pre)
     a = _action(su, model, reps, seen, m)
     if cfg.slots:  # the device half is not in the bounded encoding: packed, and the successor's
         from .encode.host_slots import with_device_half
@@ -138,8 +144,9 @@ def replay(m, pre, a, post, target) -> Dict:
         res["successor"] = "explicit spec: action not enabled"
         return res
     # the access orders are not encoded state (encode.host_eviction.victim_keys,
-    # encode.cp_planner.planner_keys): the successor is compared without them
-    orders = lambda st: st._replace(ranks=tuple(r._replace(clock=(), lru=()) for r in st.ranks))
+    # encode.cp_planner.planner_keys, encode.durable.lru_view): the successor is compared
+    # without them
+    orders = lambda st: st._replace(ranks=tuple(r._replace(clock=(), lru=(), dlru=()) for r in st.ranks))
     res["successor"] = "same" if orders(t) == orders(post) else "differs"
     from .host_slots import NAME as HOST_SLOTS
 

@@ -15,14 +15,36 @@ from ..sym import and_, eq, implies, ite, lt, not_, or_, sum_
 from .tree import node_has_page
 
 
-def lru_view(ctx):
-    """Per rank handle h: (stamps, ages), one term per page."""
+def lru_view(ctx, record=True):
+    """Per rank handle h: (stamps, ages), one term per page. A view the step's effect reads
+    is recorded for its CTI (dlru_into_state); a guard's own view is not (``record``)."""
     if ctx.dlru_of is not None:
         return ctx.dlru_of
     tag = ctx.int("dlru")  # a fresh order per use
     stamps = [ctx.rank_int(f"{tag}.stamp{p}") for p in range(ctx.k)]
     ages = [ctx.rank_int(f"{tag}.age{p}") for p in range(ctx.k)]
-    return lambda h: ([f(h) for f in stamps], [f(h) for f in ages])
+    view = lambda h: ([f(h) for f in stamps], [f(h) for f in ages])
+    if record:
+        ctx.__dict__.setdefault("_dlru_views", []).append(view)
+    return view
+
+
+def dlru_into_state(ctx, value, reps, state):
+    """A CTI's pre-state with the durable LRU its step saw (``value``: a term's value in
+    the z3 model; ``reps``: a rank handle per rank of ``state``): each rank's marked pages,
+    least recently marked first by the free stamps, with the free ages (capped at
+    refresh_rounds, 0 without the gate), so the explicit spec replays the same capacity
+    eviction. Left alone when the step used no LRU view or more than one."""
+    views = ctx.__dict__.get("_dlru_views", ())
+    if len(views) != 1 or ctx.dlru_of is not None:
+        return state
+    cap = value(ctx.cfg.refresh_rounds)
+    ranks = []
+    for h, rs in zip(reps, state.ranks):
+        stamps, ages = ([value(x) for x in xs] for xs in views[0](h))
+        marked = sorted((p for p in range(len(stamps)) if rs.durable >> p & 1), key=lambda p: (stamps[p], p))
+        ranks.append(rs._replace(dlru=tuple((p, min(max(ages[p], 0), cap)) for p in marked)))
+    return state._replace(ranks=tuple(ranks))
 
 
 def fresh(ctx, rv, end, ages):
@@ -36,7 +58,7 @@ def ageing(ctx, s):
     """durable.ageing on some rank: a mark younger than the gate (an idle drain round
     still ages it). Ages are free here, the state's own on concrete states."""
     cap = ctx.cfg.refresh_rounds
-    view = lru_view(ctx)
+    view = lru_view(ctx, record=False)
 
     def on_rank(h):
         rv = s.rank(h)

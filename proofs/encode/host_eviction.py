@@ -72,9 +72,33 @@ def victim_keys(ctx):
     call = ctx.int("lru_call")  # a fresh name per evict_host
     if cfg.has("lru-local-clock") or not ctx.replicas_agree:
         own = [ctx.rank_int(f"{call}.clock{p}") for p in range(ctx.k)]
-        return lambda h: [ite(cfg.lru, own[p](h), 0) for p in range(ctx.k)]
-    shared = [ctx.int(f"{call}.lru{p}") for p in range(ctx.k)]
-    return lambda h: [ite(cfg.lru, x, 0) for x in shared]
+        raw = lambda h: [own[p](h) for p in range(ctx.k)]
+    else:
+        shared = [ctx.int(f"{call}.lru{p}") for p in range(ctx.k)]
+        raw = lambda h: shared
+    ctx.__dict__.setdefault("_host_key_views", []).append(raw)
+    return lambda h: [ite(cfg.lru, x, 0) for x in raw(h)]
+
+
+def host_order_into_state(ctx, value, reps, state):
+    """A CTI's pre-state with the LRU order its evict_host saw (``value``: a term's value
+    in the z3 model; ``reps``: a rank handle per rank of ``state``): live node ends by
+    (key, end page) as each rank's ``clock`` under lru-local-clock (``lru`` then in page
+    order, unread by the step), else as ``lru``, so the explicit spec takes the same host
+    victims. Left alone under page order, or when the step ran evict_host more than once."""
+    views = ctx.__dict__.get("_host_key_views", ())
+    if len(views) != 1 or ctx.lru_positions is not None or not value(ctx.cfg.lru):
+        return state
+    if ctx.__dict__.get("_cp_keys") is not None:  # the planner's order is the CTI's (order_into_state)
+        return state
+    local = ctx.cfg.has("lru-local-clock")
+    ranks = []
+    for h, rs in zip(reps, state.ranks):
+        key = [value(x) for x in views[0](h)]
+        ends = [e for e, n in enumerate(rs.nodes) if n is not None]
+        order = tuple(sorted(ends, key=lambda e: (key[e], e)))
+        ranks.append(rs._replace(clock=order, lru=tuple(ends)) if local else rs._replace(lru=order))
+    return state._replace(ranks=tuple(ranks))
 
 
 def _lru_step(ctx, rv: RV, freed, need, active, key):

@@ -90,6 +90,23 @@ def test_durable_evicted_while_planned_fails_rank_agreement_with_a_cti():
                                      variants=frozenset({"durable-evicted-while-planned"}), k=2))
     assert r.status == "failed" and r.cti["config"]["durable_capacity"] > 0
     assert r.cti["explicit"]["property"]  # the spec's rank_agreement fails on the post-state
+    # and on the explicit spec's own successor: the CTI's pre-state carries the durable LRU
+    # order the encoding chose (free there), so the spec evicts the same mark
+    m, pre, a, _post = r.cti["_states"]
+    assert any(rs.dlru for rs in pre.ranks)
+    assert BY_NAME_SPEC["rank_agreement"].fn(m, m.next_state(pre, a))
+
+
+@pytest.mark.slow
+def test_lru_local_clock_cti_replays_in_the_spec():
+    """Bounded, 3 pages: the CTI's pre-state carries the per-rank LRU keys its evict_host
+    used (each rank's clock), so the explicit spec takes the same host victims and its own
+    successor parts the replicas (without them it raised KeyError on the empty clock)."""
+    r = next(r for r in prove_action("evict", ["rank_agreement"], variants=frozenset({"lru-local-clock"}), k=3))
+    assert r.status == "failed" and r.cti["explicit"]["successor"] == "same"
+    m, pre, a, _post = r.cti["_states"]
+    assert all(rs.clock for rs in pre.ranks)
+    assert BY_NAME_SPEC["rank_agreement"].fn(m, m.next_state(pre, a))
 
 
 def test_the_fields_are_proved_where_their_variants_fail():
