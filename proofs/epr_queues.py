@@ -327,14 +327,18 @@ def step(u, name: str, pre, post, a, Q: Queues, order: Order, facts: list) -> Qu
         return Q.update("sq", **{"in": lambda d: z3.Or(s["in"](d), at(d)),
                                  "st": lambda d: z3.If(at(d), pre.start(e0), s["st"](d)),
                                  "end": lambda d: z3.If(at(d), e0, s["end"](d))}).named(name, facts)
+    if name in ("insert", "load_back"):  # with their own evictions: proofs.epr_queue_sched
+        from . import epr_queue_sched
+
+        return epr_queue_sched.step(u, name, pre, post, a, Q, order, facts)
     return Q  # the step leaves wq, lq and sq alone
 
 
 FINISH = {"write_dma_done": "wq", "load_dma_done": "lq", "storage_backup_done": "sq"}
-# The steps encoded here (insert and load_back stay bounded: proofs.epr_obligations).
+# The steps encoded here (insert and load_back: proofs.epr_queue_sched).
 ACTIONS = ("init", "write_dma_done", "load_dma_done", "storage_backup_done", "writing_check", "loading_check",
            "drain_storage_control_queues", "evict", "prefetch_from_storage", "check_prefetch_progress",
-           "lock_request", "unlock_request")
+           "lock_request", "unlock_request", "insert", "load_back")
 
 
 def covered(target: str, action: str) -> bool:
@@ -401,13 +405,17 @@ def decide(su, target: str, tiers=TIERS):
             *u.facts]
     # load_queue's coverage clause only where needed (its witnesses, entries of pages
     # of entries, send instantiation round in circles elsewhere)
-    leans = [([*base, *hypotheses(su, covered=covered), *[UPROPS[n].fn(u, su.pre) for n in tier]], ms)
+    from .epr_queue_sched import lemma_tiers, lemmas
+
+    got = lemmas(su, target)  # insert and load_back: lemmas about their steps (proofs.epr_queue_sched)
+    leans = [([*base, *got, *hypotheses(su, covered=covered), *[UPROPS[n].fn(u, su.pre) for n in tier]], ms)
              for tier, covered, ms in tiers]
+    last = lemma_tiers(su, got)
     for c in conjuncts(goal(su, target)):
         # load_queue's coverage clause (the one with an existential) needs its own
         # clause at the pre-state: that tier first
         order = [leans[i] for i in (sorted(range(len(tiers)), key=lambda i: not tiers[i][1]) if _exists(c)
-                                    else range(len(tiers)))]
+                                    else range(len(tiers)))] + last
         if any(_refutes(hyps, ms, c) for hyps, ms in order):
             continue
         su.solver.push()

@@ -1,0 +1,225 @@
+"""Queue entries under insert and load_back, with their own evictions, for any number of pages.
+
+proofs.epr_queues follows the write, load and backup queues' entries through every step
+that adds, finishes or drops them but these two; here (spec/write_path.py insert,
+spec/load_path.py load_back, spec/eviction.py make_room):
+
+- insert: write_backup appends one D->H copy per staged node, its chain (start .. end),
+  unfinished, behind every entry of wq; with insert_evicts only where the request fit
+  after the eviction (the tree step records its choices in the step's parameters:
+  ``staged``, ``fits``);
+- make_room (insert_evicts, load_back_evicts) under write_back with storage: each
+  victim staged to the host (its host copy written, demoted) has its H->L3 backup
+  appended to sq, its chain as the eviction found it (``room_written``, ``room_view``);
+- load_back: one H->D copy over the chain the pre-state had (the first page of its
+  top-most node .. e) joins lq at the back, unfinished, where the load ran (``loaded``,
+  ``load_first``).
+
+Which staged nodes get an entry is left free for wq and sq (one entry per node at most,
+any of them): a superset of the spec's behaviours, and no invariant of a queue
+(proofs.epr_queues.UQPROPS) asks every WRITING or backed-up node to be covered. The H->D
+copy is one entry constant, as the spec appends exactly one; load_queue's coverage
+clause (every LOADING page under an entry) needs it. No step here finishes, commits or
+drops an entry, and no tree edit of these steps touches a queued node in the fixed
+protocol (victims and pruned or LRU nodes are unlocked and unreferenced, WRITING and
+LOADING nodes are locked, backed-up ones referenced: queue_refs); z3 proves that part
+from the hypotheses, as for the other steps.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+import z3
+
+from .epr_properties import b_
+from .epr_queues import SORTS, Queues, every, fresh
+from .forest import PageSort
+
+_ids = itertools.count()
+ACTIONS = ("insert", "load_back")
+
+
+def append(u, Q: Queues, order, q: str, nodes: Callable, start: Callable, facts: list, name: str) -> Queues:
+    """Entries of queue ``q`` appended behind every queued one, unfinished: at most one
+    per node with ``nodes(x)``, each over the chain start(x) .. x."""
+    x, lt = Q[q], order.rel[q]
+    uid = next(_ids)
+    new = z3.Function(f"{name}.new!{uid}", SORTS[q], z3.BoolSort())
+    of = z3.Function(f"{name}.of!{uid}", SORTS[q], PageSort)
+    facts += [
+        every(q, lambda e: z3.Implies(new(e), z3.And(nodes(of(e)), z3.Not(x["in"](e)),
+                                                     every(q, lambda d: z3.Implies(x["in"](d), lt(d, e)))))),
+        every(q, lambda a, b: z3.Implies(z3.And(new(a), new(b), of(a) == of(b)), a == b), 2),
+    ]
+    return Q.update(q, **{"in": lambda e: z3.Or(x["in"](e), new(e)),
+                          "st": lambda e: z3.If(new(e), start(of(e)), x["st"](e)),
+                          "end": lambda e: z3.If(new(e), of(e), x["end"](e))})
+
+
+def _room_backups(u, Q, order, a, facts) -> Queues:
+    """make_room's staged victims' backups (write_back with storage), where it ran."""
+    written = a.get("room_written")
+    if written is None:
+        return Q
+    view = a["room_view"]
+    return append(u, Q, order, "sq", lambda x: z3.And(b_(u.cfg.storage), written(x)), view.start, facts,
+                  "room_backup")
+
+
+def step(u, name: str, pre, post, a, Q: Queues, order, facts: list) -> Queues:
+    """The queues after insert or load_back (proofs.epr_queues.step's part for them)."""
+    Q = _room_backups(u, Q, order, a, facts)
+    fits = a.get("fits", z3.BoolVal(True))
+    if name == "insert":
+        staged = a["staged"]
+        return append(u, Q, order, "wq", lambda x: z3.And(fits, staged(x)), a["staged_view"].start, facts,
+                      "staged").named(name, facts)
+    # load_back: the H->D copy (first .. e), where the load ran
+    lq, lt = Q["lq"], order.rel["lq"]
+    n = a["load_entry"] = fresh("lq", "load_entry")
+    facts += [z3.Not(lq["in"](n)), every("lq", lambda d: z3.Implies(lq["in"](d), lt(d, n)))]
+    at = lambda d: z3.And(fits, d == n)
+    first, e = a["load_first"], a["node"]
+    return Q.update("lq", **{"in": lambda d: z3.Or(lq["in"](d), at(d)),
+                             "st": lambda d: z3.If(at(d), first, lq["st"](d)),
+                             "end": lambda d: z3.If(at(d), e, lq["end"](d))}).named(name, facts)
+
+
+# --- lemmas ----------------------------------------------------------------------------------
+#
+# z3's instantiation does not decide these steps' queue conjuncts under the hypotheses of
+# proofs.epr_queues.TIERS (the steps' own facts hold many quantifiers: the walk, the split,
+# the eviction's victim sets). So the facts about the step that the conjuncts need are
+# stated as lemmas, each proved first from the hypotheses (the forest, the config, the
+# step's facts, the tree invariants of the pre-state and the queue hypotheses); the
+# conjuncts are then tried under the lemmas proved and the queue hypotheses alone (fewer
+# hypotheses, a stronger claim: a proof there is a proof), before the tiers of
+# proofs.epr_queues. A lemma not proved is not used.
+
+TREE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "device_closed", "counter_sanity")
+LEMMA_MS = 10000
+
+
+def _appended(su):
+    """(queue, nodes appended to it, the start function of their chains) of the step."""
+    a, cfg = su.params, su.u.cfg
+    out = []
+    if a.get("room_written") is not None:
+        written = a["room_written"]
+        out.append(("sq", lambda x: z3.And(b_(cfg.storage), written(x)), a["room_view"].start))
+    if su.params["action"] == "insert":
+        fits, staged = a.get("fits", z3.BoolVal(True)), a["staged"]
+        out.append(("wq", lambda x: z3.And(fits, staged(x)), a["staged_view"].start))
+    return out
+
+
+def claims(su) -> list:
+    """The lemmas of the step (module comment above)."""
+    from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, WRITING
+    from .epr_queues import on_chain, qsetup
+    from .forest import forall
+
+    u, a, pre, post = su.u, su.params, su.pre, su.post
+    f = u.forest
+    qs = qsetup(su)
+    ok = {"wq": lambda v, x: v.host(x) == WRITING, "sq": lambda v, x: v.host(x) == HOST_RESIDENT,
+          "lq": lambda v, x: v.dev(x) == LOADING}
+    out = []  # (queue, claim)
+    for q, nodes, start in _appended(su):
+        if q == "sq":  # a staged victim stays in the tree (referenced by its backup)
+            out.append((q, forall(lambda x: z3.Implies(nodes(x), z3.Not(a["room_gone"](x))))))
+        # an appended node's chain is its pages at the post-state, in a node of the queue's tier state
+        # (one claim per fact: z3 decides them far faster apart)
+        out += [(q, forall(lambda x, p, fact=fact: z3.Implies(z3.And(nodes(x), f.in_chain(start(x), x, p)), fact(x, p)), 2))
+                for fact in (lambda x, p: post.cached(p), lambda x, p: post.own(p) == x,
+                             lambda x, p: post.start(x) == start(x), lambda x, p: ok[q](post, x))]
+        # ... and on no entry queued before
+        out.append((q, every(q, lambda w: forall(lambda x, p: z3.Implies(
+            z3.And(qs.pre[q]["in"](w), nodes(x), f.in_chain(start(x), x, p)), z3.Not(on_chain(u, qs.pre, q, w, p))), 2))))
+    if a["action"] == "load_back":
+        e, first, fits = a["node"], a["load_first"], a.get("fits", z3.BoolVal(True))
+        chain = lambda x: z3.And(pre.live(x), f.le(x, e), pre.dev(x) == ABSENT)
+        loading = lambda v, p: z3.And(v.cached(p), v.dev(v.own(p)) == LOADING)
+        out += [("lq", c) for c in (
+            # the H->D copy's pages are the chain's, as the pre-state had them
+            forall(lambda p: z3.Implies(f.in_chain(first, e, p), z3.And(pre.cached(p), chain(pre.own(p))))),
+            forall(lambda p: z3.Implies(z3.And(pre.cached(p), chain(pre.own(p))), f.in_chain(first, e, p))),
+            # a LOADING page after the step was one before, or the load made it one
+            forall(lambda p: z3.Implies(loading(post, p), z3.Or(loading(pre, p), z3.And(fits, f.in_chain(first, e, p))))),
+            # ... in a LOADING node lying inside the copy, where the load ran
+            forall(lambda p: z3.Implies(z3.And(fits, f.in_chain(first, e, p)), z3.And(
+                loading(post, p), f.in_chain(first, e, post.own(p)), f.in_chain(first, e, post.start(post.own(p)))))),
+        )]
+        # load_queue's coverage clause with its witness named: the new copy, or the copy
+        # that covered the page before (``cover``, the Skolem function of the clause at
+        # the pre-state); from the lemmas above and the queue hypotheses alone
+        lq0, lq1 = qs.pre["lq"], qs.post["lq"]
+        cover = z3.Function(f"cover!{next(_ids)}", PageSort, SORTS["lq"])
+        u.__dict__.setdefault("queue_skolems", []).append(forall(lambda p: z3.Implies(
+            loading(pre, p), z3.And(lq0["in"](cover(p)), on_chain(u, qs.pre, "lq", cover(p), p)))))
+        wit = lambda p: z3.If(z3.And(fits, f.in_chain(first, e, p)), a["load_entry"], cover(p))
+        out.append(("lq", forall(lambda p: z3.Implies(loading(post, p), z3.And(
+            lq1["in"](wit(p)), on_chain(u, qs.post, "lq", wit(p), p)))), LEAN))
+    return out
+
+
+# the queues each target reads
+QUEUES_OF = {"write_queue": ("wq",), "load_queue": ("lq",), "backup_queue": ("sq",), "storage_acks": ("sq",)}
+
+
+def lemmas(su, target: str) -> list:
+    """The claims about the target's queues proved from the hypotheses (memoised on the
+    setup)."""
+    from .epr_properties import UPROPS
+    from .epr_queues import hypotheses
+
+    u = su.u
+    if su.params["action"] not in ACTIONS:
+        return []
+    memo = u.__dict__.setdefault("queue_lemmas", {})
+    everything = u.__dict__.setdefault("queue_claims", claims(su))
+    full = lean = None
+    for q in QUEUES_OF[target]:
+        if q in memo:
+            continue
+        done = memo[q] = []
+        for c, *how in [c[1:] for c in everything if c[0] == q]:
+            if how:  # from the lemmas so far and the queue hypotheses
+                lean = lean or [*_base(u), *hypotheses(su), *skolems(u)]
+                ok = _proves([*lean, *done], c, LEMMA_MS)
+            else:
+                full = full or [*_base(u), *u.facts, *[UPROPS[n].fn(u, su.pre) for n in TREE], *hypotheses(su)]
+                ok = _proves([*full, *done], c, LEMMA_MS)
+            done += [c] if ok else []
+    return [c for q in QUEUES_OF[target] for c in memo[q]]
+
+
+def _base(u) -> list:
+    return [*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in u.cfg.constraints()]]
+
+
+def _proves(hyps, claim, ms) -> bool:
+    sol = z3.Solver()
+    sol.set("timeout", ms)
+    sol.add(*hyps, z3.Not(claim))
+    return sol.check() == z3.unsat
+
+
+def lemma_tiers(su, got) -> list:
+    """(hypotheses, ms) tried on a conjunct the tiers of proofs.epr_queues did not
+    decide (proofs.epr_queues.decide): the lemmas proved and the queue hypotheses alone,
+    without and with load_queue's coverage clause."""
+    from .epr_queues import hypotheses
+
+    return [([*_base(su.u), *got, *hypotheses(su, covered=c), *skolems(su.u)], 5000) for c in (False, True)] if got else []
+
+
+def skolems(u) -> list:
+    """Skolem forms of hypotheses the lemmas name (sound: a model of a hypothesis
+    extends to one of its Skolem form)."""
+    return getattr(u, "queue_skolems", [])
+
+
+LEAN = "lean"  # a lemma proved from the lemmas before it and the queue hypotheses alone
