@@ -138,30 +138,32 @@ def claims(su) -> list:
         # ... and on no entry queued before
         out.append((q, every(q, lambda w: forall(lambda x, p: z3.Implies(
             z3.And(qs.pre[q]["in"](w), nodes(x), f.in_chain(start(x), x, p)), z3.Not(on_chain(u, qs.pre, q, w, p))), 2))))
+    loading = lambda v, p: z3.And(v.cached(p), v.dev(v.own(p)) == LOADING)
+    loaded = lambda p: z3.BoolVal(False)  # the pages the step's own H->D copy covers
     if a["action"] == "load_back":
         e, first, fits = a["node"], a["load_first"], a.get("fits", z3.BoolVal(True))
         chain = lambda x: z3.And(pre.live(x), f.le(x, e), pre.dev(x) == ABSENT)
-        loading = lambda v, p: z3.And(v.cached(p), v.dev(v.own(p)) == LOADING)
+        loaded = lambda p: z3.And(fits, f.in_chain(first, e, p))
         out += [("lq", c) for c in (
             # the H->D copy's pages are the chain's, as the pre-state had them
             forall(lambda p: z3.Implies(f.in_chain(first, e, p), z3.And(pre.cached(p), chain(pre.own(p))))),
             forall(lambda p: z3.Implies(z3.And(pre.cached(p), chain(pre.own(p))), f.in_chain(first, e, p))),
-            # a LOADING page after the step was one before, or the load made it one
-            forall(lambda p: z3.Implies(loading(post, p), z3.Or(loading(pre, p), z3.And(fits, f.in_chain(first, e, p))))),
-            # ... in a LOADING node lying inside the copy, where the load ran
-            forall(lambda p: z3.Implies(z3.And(fits, f.in_chain(first, e, p)), z3.And(
+            # ... in a LOADING node lying inside the copy after the step, where the load ran
+            forall(lambda p: z3.Implies(loaded(p), z3.And(
                 loading(post, p), f.in_chain(first, e, post.own(p)), f.in_chain(first, e, post.start(post.own(p)))))),
         )]
-        # load_queue's coverage clause with its witness named: the new copy, or the copy
-        # that covered the page before (``cover``, the Skolem function of the clause at
-        # the pre-state); from the lemmas above and the queue hypotheses alone
-        lq0, lq1 = qs.pre["lq"], qs.post["lq"]
-        cover = z3.Function(f"cover!{next(_ids)}", PageSort, SORTS["lq"])
-        u.__dict__.setdefault("queue_skolems", []).append(forall(lambda p: z3.Implies(
-            loading(pre, p), z3.And(lq0["in"](cover(p)), on_chain(u, qs.pre, "lq", cover(p), p)))))
-        wit = lambda p: z3.If(z3.And(fits, f.in_chain(first, e, p)), a["load_entry"], cover(p))
-        out.append(("lq", forall(lambda p: z3.Implies(loading(post, p), z3.And(
-            lq1["in"](wit(p)), on_chain(u, qs.post, "lq", wit(p), p)))), LEAN))
+    # a LOADING page after the step was one before, or the step's load made it one
+    out.append(("lq", forall(lambda p: z3.Implies(loading(post, p), z3.Or(loading(pre, p), loaded(p))))))
+    # load_queue's coverage clause with its witness named: the new copy, or the copy
+    # that covered the page before (``cover``, the Skolem function of the clause at the
+    # pre-state); from the lemmas above and the queue hypotheses alone
+    lq0, lq1 = qs.pre["lq"], qs.post["lq"]
+    cover = z3.Function(f"cover!{next(_ids)}", PageSort, SORTS["lq"])
+    u.__dict__.setdefault("queue_skolems", []).append(forall(lambda p: z3.Implies(
+        loading(pre, p), z3.And(lq0["in"](cover(p)), on_chain(u, qs.pre, "lq", cover(p), p)))))
+    wit = (lambda p: z3.If(loaded(p), a["load_entry"], cover(p))) if "load_entry" in a else cover
+    out.append(("lq", forall(lambda p: z3.Implies(loading(post, p), z3.And(
+        lq1["in"](wit(p)), on_chain(u, qs.post, "lq", wit(p), p)))), LEAN))
     return out
 
 
