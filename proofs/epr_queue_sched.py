@@ -188,8 +188,8 @@ def lemmas(su, target: str) -> list:
             continue
         done = memo[q] = []
         for c, *how in [c[1:] for c in everything if c[0] == q]:
-            if how:  # from the lemmas so far and the queue hypotheses
-                lean = lean or [*_base(u), *hypotheses(su), *skolems(u)]
+            if how:  # from the lemmas so far and the queue steps' definitions
+                lean = lean or _lean(su)
                 ok = _proves([*lean, *done], c, LEMMA_MS)
             else:
                 full = full or [*_base(u), *u.facts, *[UPROPS[n].fn(u, su.pre) for n in TREE], *hypotheses(su)]
@@ -210,12 +210,16 @@ def _proves(hyps, claim, ms) -> bool:
 
 
 def lemma_tiers(su, got) -> list:
-    """(hypotheses, ms) tried on a conjunct the tiers of proofs.epr_queues did not
-    decide (proofs.epr_queues.decide): the lemmas proved and the queue hypotheses alone,
-    without and with load_queue's coverage clause."""
-    from .epr_queues import hypotheses
+    """(hypotheses, ms) tried on a conjunct (proofs.epr_queues.decide: first where the
+    conjunct has an existential, load_queue's coverage clause, else after its tiers):
+    the lemmas proved and the queue steps' definitions alone."""
+    return [([*_lean(su), *got], 5000)] if got else []
 
-    return [([*_base(su.u), *got, *hypotheses(su, covered=c), *skolems(su.u)], 5000) for c in (False, True)] if got else []
+
+def _lean(su) -> list:
+    from .epr_queues import qsetup
+
+    return [*_base(su.u), *qsetup(su).facts, *skolems(su.u)]
 
 
 def skolems(u) -> list:
@@ -224,4 +228,4 @@ def skolems(u) -> list:
     return getattr(u, "queue_skolems", [])
 
 
-LEAN = "lean"  # a lemma proved from the lemmas before it and the queue hypotheses alone
+LEAN = "lean"  # a lemma proved from the lemmas before it and the queue steps' definitions alone

@@ -414,8 +414,9 @@ def decide(su, target: str, tiers=TIERS):
     for c in conjuncts(goal(su, target)):
         # load_queue's coverage clause (the one with an existential) needs its own
         # clause at the pre-state: that tier first
-        order = [leans[i] for i in (sorted(range(len(tiers)), key=lambda i: not tiers[i][1]) if _exists(c)
-                                    else range(len(tiers)))] + last
+        order = ((last if _exists(c) else []) + [leans[i] for i in (
+            sorted(range(len(tiers)), key=lambda i: not tiers[i][1]) if _exists(c) else range(len(tiers)))]
+            + ([] if _exists(c) else last))
         if any(_refutes(hyps, ms, c) for hyps, ms in order):
             continue
         su.solver.push()
