@@ -278,6 +278,7 @@ def insert(u, v: Paged, a) -> Paged:
     c, fact = f.greatest_on_path(q, walked, "walked_to")
     u.facts.append(fact)
     has_c = define(u, "walk", walked(c))
+    a["walked_to"] = (c, has_c)  # (proofs.epr_queue_sched)
     t, fact = f.least_on_path(q, lambda p: z3.Not(v.cached(p)), "tail_start")
     u.facts.append(fact)
     tail = define(u, "tail", z3.Not(v.cached(q)))

@@ -173,6 +173,7 @@ def insert(u, v: Paged, a) -> Paged:
     c, fact = f.greatest_on_path(q, lambda p: v.cached(p), "room_walk")
     u.facts.append(fact)
     has = define(u, "room_walk", z3.And(f.le(c, q), v.cached(c)))
+    a["room_walk"] = (c, has)  # (proofs.epr_queue_sched)
     hold = lambda x: z3.And(has, v.live(x), f.le(x, v.own(c)))
     return _evicting(u, v, a, b_(u.cfg.insert_evicts), hold, lambda mid, b: plain_insert(u, mid, b), "insert_room")
 
@@ -198,7 +199,7 @@ def _evicting(u, v: Paged, a, flag, hold, step, name: str) -> Paged:
     b = {**a, "leaf": device_leaves(u, mid, f"{name}.leaf")}
     after = step(mid, b)
     # the step's choices (proofs.epr_queue_sched), made where the step ran
-    a.update(fits=fits, **{k: b[k] for k in ("staged", "staged_view", "load_first") if k in b})
+    a.update(fits=fits, room_mid=mid, **{k: b[k] for k in ("staged", "staged_view", "load_first", "walked_to") if k in b})
     return view_ite(fits, after, mid).named(name, u.facts)
 
 
