@@ -33,9 +33,13 @@ def _models():
         ("wb-evicts-storage-1r", _storage_model())]
 
 
-@pytest.mark.parametrize("name,m", _models(), ids=lambda x: x if isinstance(x, str) else "")
-def test_evicting_steps_are_behaviours_of_the_queue_encoding(name, m):
-    steps = _steps(m, n=6)
+# -m slow: the two-rank model and the request locks (about 10 CPU-s each)
+@pytest.mark.parametrize("name", ["wt-evicts-1r", "wb-evicts-storage-1r",
+                                  pytest.param("wb-evicts-2r", marks=pytest.mark.slow),
+                                  pytest.param("request-locks-evicts-1r", marks=pytest.mark.slow)])
+def test_evicting_steps_are_behaviours_of_the_queue_encoding(name):
+    m = dict(_models())[name]
+    steps = _steps(m, n=4)
     assert steps, name
     for s, a, t in steps:
         for r in range(m.cfg.ranks):
