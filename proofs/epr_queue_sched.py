@@ -209,10 +209,20 @@ def lemmas(su, target: str) -> list:
                 lean = lean or _lean(su)
                 ok = _proves([*lean, *done], c, LEMMA_MS)
             else:
-                full = full or [*_base(u), *u.facts, *[UPROPS[n].fn(u, su.pre) for n in TREE], *hypotheses(su)]
+                full = full or [*_base(u), *_step_facts(u), *[UPROPS[n].fn(u, su.pre) for n in TREE], *hypotheses(su)]
                 ok = _proves([*full, *done], c, LEMMA_MS)
             done += [c] if ok else []
     return [c for q in QUEUES_OF[target] for c in memo[q]]
+
+
+def _step_facts(u) -> list:
+    """The step's facts without the counting ones (proofs.epr_counting: set sizes, which
+    the counting targets checked before add to ``u.facts``; the lemmas do not need them,
+    and they slow z3's instantiation down)."""
+    from .epr_counting import counting_facts
+
+    apart = {f.get_id() for f in counting_facts(u)}
+    return [f for f in u.facts if f.get_id() not in apart]
 
 
 def _base(u) -> list:
