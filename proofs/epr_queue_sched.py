@@ -225,6 +225,13 @@ def _step_facts(u) -> list:
     return [f for f in u.facts if f.get_id() not in apart]
 
 
+def tier_facts(su) -> list:
+    """The step's facts the tiers of proofs.epr_queues.decide assume: for insert and
+    load_back without the counting facts (``_step_facts``; the audit checks the counting
+    targets of a step first, in the same setup), elsewhere all of them."""
+    return _step_facts(su.u) if su.params["action"] in ACTIONS else su.u.facts
+
+
 def _base(u) -> list:
     return [*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in u.cfg.constraints()]]
 

@@ -400,12 +400,13 @@ def decide(su, target: str, tiers=TIERS):
     from .epr_properties import UPROPS
     from .forest import finite_model
 
+    from .epr_queue_sched import lemma_tiers, lemmas, tier_facts
+
     u = su.u
     base = [*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in u.cfg.constraints()],
-            *u.facts]
+            *tier_facts(su)]
     # load_queue's coverage clause only where needed (its witnesses, entries of pages
     # of entries, send instantiation round in circles elsewhere)
-    from .epr_queue_sched import lemma_tiers, lemmas
 
     got = lemmas(su, target)  # insert and load_back: lemmas about their steps (proofs.epr_queue_sched)
     leans = [([*base, *got, *hypotheses(su, covered=covered), *[UPROPS[n].fn(u, su.pre) for n in tier]], ms)
