@@ -99,7 +99,11 @@ def step(u, name: str, pre, post, a, Q: Queues, order, facts: list) -> Queues:
 # proofs.epr_queues. A lemma not proved is not used.
 
 TREE = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "device_closed", "counter_sanity")
-LEMMA_MS = 10000
+# z3 resource limits per try (deterministic, retried with other seeds:
+# proofs.epr_queues.refutes): the costliest lemma takes about 2.8 million (insert with
+# insert_evicts), most 0.1-0.4 million, one from the lemmas alone 20 thousand.
+LEMMA_RLIMIT = 8_000_000
+LEAN_RLIMIT = 2_000_000
 
 
 def _appended(su):
@@ -192,7 +196,7 @@ def lemmas(su, target: str) -> list:
     """The claims about the target's queues proved from the hypotheses (memoised on the
     setup)."""
     from .epr_properties import UPROPS
-    from .epr_queues import hypotheses
+    from .epr_queues import refutes, hypotheses
 
     u = su.u
     if su.params["action"] not in ACTIONS:
@@ -207,10 +211,10 @@ def lemmas(su, target: str) -> list:
         for c, *how in [c[1:] for c in everything if c[0] == q]:
             if how:  # from the lemmas so far and the queue steps' definitions
                 lean = lean or _lean(su)
-                ok = _proves([*lean, *done], c, LEMMA_MS)
+                ok = refutes([*lean, *done], LEMMA_RLIMIT, c)
             else:
                 full = full or [*_base(u), *_step_facts(u), *[UPROPS[n].fn(u, su.pre) for n in TREE], *hypotheses(su)]
-                ok = _proves([*full, *done], c, LEMMA_MS)
+                ok = refutes([*full, *done], LEMMA_RLIMIT, c)
             done += [c] if ok else []
     return [c for q in QUEUES_OF[target] for c in memo[q]]
 
@@ -236,18 +240,11 @@ def _base(u) -> list:
     return [*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in u.cfg.constraints()]]
 
 
-def _proves(hyps, claim, ms) -> bool:
-    sol = z3.Solver()
-    sol.set("timeout", ms)
-    sol.add(*hyps, z3.Not(claim))
-    return sol.check() == z3.unsat
-
-
 def lemma_tiers(su, got) -> list:
-    """(hypotheses, ms) tried on a conjunct (proofs.epr_queues.decide: first where the
+    """(hypotheses, rlimit) tried on a conjunct (proofs.epr_queues.decide: first where the
     conjunct has an existential, load_queue's coverage clause, else after its tiers):
     the lemmas proved and the queue steps' definitions alone."""
-    return [([*_lean(su), *got], 5000)] if got else []
+    return [([*_lean(su), *got], LEAN_RLIMIT)] if got else []
 
 
 def _lean(su) -> list:

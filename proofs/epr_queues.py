@@ -384,8 +384,22 @@ def conjuncts(f) -> list:
     return [y for c in f.children() for y in conjuncts(c)] if z3.is_and(f) else [f]
 
 
-# The lean tiers, tried in order: (tree invariants, load_queue's coverage clause, ms).
-TIERS = ((LEAN_TREE, False, 10000), (LEAN_TREE, True, 10000), ((), False, 10000))
+# z3 resource limits (``rlimit``: deterministic, so a verdict does not depend on the
+# machine's load, as a wall-clock timeout's did: a lean tier cut off at load 10 sent a
+# conjunct to the full hypothesis, which came back unknown). z3 spends about 1.5-2
+# million a CPU-second here; the costliest tier proof in the audit takes about 0.8
+# million (insert with insert_evicts, backup_queue), every other under 0.3 million.
+TIER_RLIMIT = 4_000_000
+FULL_RLIMIT = 60_000_000  # the full hypothesis, where every lean tier failed
+NO_TIMEOUT = 4294967295  # z3's default: no wall-clock limit
+# z3's quantifier instantiation depends on the order its terms were made in (which
+# jobs ran before in the process, even the import order): a check that usually takes
+# 0.1-0.4 million once ran past 15 million. A check that runs out of its limit is tried
+# again with other random seeds (each a fresh solver, the same limit).
+SEEDS = (0, 1, 2)
+
+# The lean tiers, tried in order: (tree invariants, load_queue's coverage clause, rlimit).
+TIERS = ((LEAN_TREE, False, TIER_RLIMIT), (LEAN_TREE, True, TIER_RLIMIT), ((), False, TIER_RLIMIT))
 
 
 def decide(su, target: str, tiers=TIERS):
@@ -418,11 +432,11 @@ def decide(su, target: str, tiers=TIERS):
         order = ((last if _exists(c) else []) + [leans[i] for i in (
             sorted(range(len(tiers)), key=lambda i: not tiers[i][1]) if _exists(c) else range(len(tiers)))]
             + ([] if _exists(c) else last))
-        if any(_refutes(hyps, ms, c) for hyps, ms in order):
+        if any(refutes(hyps, limit, c) for hyps, limit in order):
             continue
         su.solver.push()
         su.solver.add(z3.Not(c))
-        res = su.solver.check()
+        res = _limited(su.solver, FULL_RLIMIT)
         model = su.solver.model() if res == z3.sat else None
         if res == z3.unknown:
             model = finite_model(list(su.solver.assertions()), extra_sorts=tuple(SORTS.values()))
@@ -439,13 +453,33 @@ def _exists(f) -> bool:
     return any(_exists(c) for c in f.children())
 
 
-def _refutes(hyps, ms, c) -> bool:
-    """A fresh solver each time: z3's incremental mode (push/pop) instantiates
-    quantifiers far worse."""
-    sol = z3.Solver()
-    sol.set("timeout", ms)
-    sol.add(*hyps, z3.Not(c))
-    return sol.check() == z3.unsat
+def refutes(hyps, rlimit, c) -> bool:
+    """hyps => c, within z3's resource limit ``rlimit`` per try (``SEEDS``; an unknown
+    is no proof). A fresh solver each time: z3's incremental mode (push/pop)
+    instantiates quantifiers far worse."""
+    for seed in SEEDS:
+        sol = z3.Solver()
+        sol.set("random_seed", seed)
+        sol.add(*hyps, z3.Not(c))
+        res = _limited(sol, rlimit)
+        if res != z3.unknown or not _out_of_resources(sol):
+            return res == z3.unsat
+    return False
+
+
+def _out_of_resources(sol) -> bool:
+    return sol.reason_unknown() in ("max. resource limit exceeded", "canceled")
+
+
+def _limited(sol, rlimit):
+    """sol.check() under z3's resource limit only (no wall-clock limit); the limit is
+    cleared afterwards (epr_obligations.check sets its own before each target)."""
+    sol.set("rlimit", rlimit)
+    sol.set("timeout", NO_TIMEOUT)
+    try:
+        return sol.check()
+    finally:
+        sol.set("rlimit", 0)  # 0: none
 
 
 def goal(su, target: str):
