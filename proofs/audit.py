@@ -54,10 +54,10 @@ def _job(args):
              else host_slots.prove(action, frozenset(variants), pages, dict(fix), cases=(case,))._replace(pages=f"<={pages}"))
         return [r._replace(cti={k: v for k, v in (r.cti or {}).items() if not k.startswith("_")} or None)], \
             time.process_time() - t0
-    if case == UNBOUNDED:
+    if case in UNBOUNDED_KINDS:
         from .epr_obligations import prove_action as prove_unbounded
 
-        results = prove_unbounded(action, targets, frozenset(variants))
+        results = prove_unbounded(action, targets, frozenset(variants), dict(fix) or None)
     else:
         results = [r._replace(pages=f"<={pages}")
                    for r in prove_action(action, targets, variants=frozenset(variants), k=pages, cases=(case,),
@@ -72,6 +72,32 @@ def _job(args):
 
 
 UNBOUNDED = "unbounded"  # the job kind of an action's page-sorted obligations
+# insert's page-sorted obligations with insert_evicts on, the queue targets apart
+# (proofs.epr_queue_sched): the costliest part of the audit, split so that a pool of two
+# runs its parts side by side (unbounded_jobs)
+UNBOUNDED_QUEUES = "unbounded-queues"
+UNBOUNDED_KINDS = (UNBOUNDED, UNBOUNDED_QUEUES)
+
+
+def unbounded_jobs(action: str, variants, pages, mine) -> list:
+    """The jobs of an action's page-sorted obligations ``mine``: one, or for an action
+    proved in two parts (proofs.epr_sched_evict.parts) the part with its flag off, and
+    the part with it on (its targets but the bounded ones there, BOUNDED_UNDER) in two,
+    the queue targets apart. A target is proved for any pages when every part proves it
+    (_merge)."""
+    from .epr_obligations import BOUNDED_UNDER
+    from .epr_queues import UQPROPS
+    from .epr_sched_evict import UNDECIDED_ON
+
+    if action not in BOUNDED_UNDER:
+        return [(action, UNBOUNDED, variants, pages, tuple(mine), ())]
+    flag = BOUNDED_UNDER[action]
+    on = [t for t in mine if t not in UNDECIDED_ON[action]]
+    out = [(action, UNBOUNDED, variants, pages, tuple(mine), ((flag, False),))]
+    for kind, group in ((UNBOUNDED_QUEUES, [t for t in on if t in UQPROPS]),
+                        (UNBOUNDED, [t for t in on if t not in UQPROPS])):
+        out += [(action, kind, variants, pages, tuple(group), ((flag, True),))] if group else []
+    return out
 
 
 def audit_targets(action: str, unbounded: bool, slots: bool = False) -> List[str]:
@@ -106,7 +132,7 @@ def _jobs(names, variants, pages, unbounded, slots=False):
 
             mine = [t for t in audit_targets(a, True) if covered(t, a)]
             if mine:
-                out.append((a, UNBOUNDED, variants, pages, tuple(mine), ()))
+                out += unbounded_jobs(a, variants, pages, mine)
             if a in BOUNDED_UNDER:  # proved there with the flag off: bounded with it on
                 bounded = tuple(t for t in mine if t in targets and t in UNDECIDED_ON[a])
                 out += [(a, c, variants, pages, bounded, ((BOUNDED_UNDER[a], True),)) for c in CASES if bounded]

@@ -1,6 +1,8 @@
 """CPU seconds per audit job, measured by benchmarks/prove_profile.py --write (one
 process, one job after another); proofs/schedule.py orders the pool's jobs by them.
-Regenerate after moving obligations between jobs; a job missing here gets a default."""
+Regenerate after moving obligations between jobs; a job missing here gets a default.
+insert's and load_back's jobs: `--actions insert load_back` (session 9,
+load about 10), the rest an older full run."""
 
 COSTS = {
     'check_prefetch_progress/agree': 0.41,
@@ -14,13 +16,16 @@ COSTS = {
     'evict/unbounded': 1.33,
     'init/agree': 0.01,
     'init/unbounded': 0.08,
-    'insert/agree': 5.34,
-    'insert/agree/insert_evicts=True': 2.70,
+    'insert/agree': 0.90,
+    'insert/agree/insert_evicts=True': 4.14,
     'insert/diverged': 0.03,
     'insert/diverged/insert_evicts=True': 0.02,
-    'insert/unbounded': 4.07,
-    'load_back/agree': 2.35,
+    'insert/unbounded-queues/insert_evicts=True': 4.80,
+    'insert/unbounded/insert_evicts=False': 12.14,
+    'insert/unbounded/insert_evicts=True': 10.77,
+    'load_back/agree': 1.19,
     'load_back/diverged': 0.03,
+    'load_back/unbounded': 6.24,
     'load_dma_done/agree': 0.06,
     'load_dma_done/diverged': 0.09,
     'load_dma_done/unbounded': 0.07,

@@ -280,6 +280,7 @@ def insert(u, v: Paged, a) -> Paged:
     c, fact = f.greatest_on_path(q, walked, "walked_to")
     u.facts.append(fact)
     has_c = define(u, "walk", walked(c))
+    a["walked_to"] = (c, has_c)  # (proofs.epr_queue_sched)
     t, fact = f.least_on_path(q, lambda p: z3.Not(v.cached(p)), "tail_start")
     u.facts.append(fact)
     tail = define(u, "tail", z3.Not(v.cached(q)))
@@ -323,6 +324,7 @@ def insert(u, v: Paged, a) -> Paged:
     v4 = count.moved(u, v4, "host_free", -1, count.node_pages(v4, staged),
                      count.peer_amount(u, True, "staged_need"), name="staged")
     count.fits(u, v4, "host_free")
+    a["staged"], a["staged_view"] = staged, v4  # (proofs.epr_queue_sched: their D->H copies)
     out = v4.set_node(staged, host=lambda y: z3.IntVal(WRITING), lock=lambda y: v4.lock(y) + 1)
     # each staged node's D->H copy is queued, in flight
     return enqueue(out, "wfly", lambda p: z3.And(v4.cached(p), staged(v4.own(p)))).named("staged", u.facts)

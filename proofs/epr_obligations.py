@@ -193,7 +193,8 @@ def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
             if t in got and (got[t].status != "proved" or t in UNDECIDED_ON.get(action, ())):
                 continue  # failed already, or bounded with the option on (BOUNDED_UNDER)
             # the step's own eviction on: more quantifier rounds, a longer limit
-            status, secs, cti = check(su, t, action, 90000 if True in part.values() else 30000)
+            on = {**(fix or {}), **part}.get(SPLIT.get(action)) is True
+            status, secs, cti = check(su, t, action, 90000 if on else 30000)
             secs += build + (got[t].seconds if t in got else 0.0)
             got[t] = Result(t, action, status, secs, cti, "any")
     return out + list(got.values())

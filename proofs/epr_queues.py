@@ -327,14 +327,18 @@ def step(u, name: str, pre, post, a, Q: Queues, order: Order, facts: list) -> Qu
         return Q.update("sq", **{"in": lambda d: z3.Or(s["in"](d), at(d)),
                                  "st": lambda d: z3.If(at(d), pre.start(e0), s["st"](d)),
                                  "end": lambda d: z3.If(at(d), e0, s["end"](d))}).named(name, facts)
+    if name in ("insert", "load_back"):  # with their own evictions: proofs.epr_queue_sched
+        from . import epr_queue_sched
+
+        return epr_queue_sched.step(u, name, pre, post, a, Q, order, facts)
     return Q  # the step leaves wq, lq and sq alone
 
 
 FINISH = {"write_dma_done": "wq", "load_dma_done": "lq", "storage_backup_done": "sq"}
-# The steps encoded here (insert and load_back stay bounded: proofs.epr_obligations).
+# The steps encoded here (insert and load_back: proofs.epr_queue_sched).
 ACTIONS = ("init", "write_dma_done", "load_dma_done", "storage_backup_done", "writing_check", "loading_check",
            "drain_storage_control_queues", "evict", "prefetch_from_storage", "check_prefetch_progress",
-           "lock_request", "unlock_request")
+           "lock_request", "unlock_request", "insert", "load_back")
 
 
 def covered(target: str, action: str) -> bool:
@@ -380,8 +384,22 @@ def conjuncts(f) -> list:
     return [y for c in f.children() for y in conjuncts(c)] if z3.is_and(f) else [f]
 
 
-# The lean tiers, tried in order: (tree invariants, load_queue's coverage clause, ms).
-TIERS = ((LEAN_TREE, False, 10000), (LEAN_TREE, True, 10000), ((), False, 10000))
+# z3 resource limits (``rlimit``: deterministic, so a verdict does not depend on the
+# machine's load, as a wall-clock timeout's did: a lean tier cut off at load 10 sent a
+# conjunct to the full hypothesis, which came back unknown). z3 spends about 1.5-2
+# million a CPU-second here; the costliest tier proof in the audit takes about 0.8
+# million (insert with insert_evicts, backup_queue), every other under 0.3 million.
+TIER_RLIMIT = 4_000_000
+FULL_RLIMIT = 60_000_000  # the full hypothesis, where every lean tier failed
+NO_TIMEOUT = 4294967295  # z3's default: no wall-clock limit
+# z3's quantifier instantiation depends on the order its terms were made in (which
+# jobs ran before in the process, even the import order): a check that usually takes
+# 0.1-0.4 million once ran past 15 million. A check that runs out of its limit is tried
+# again with other random seeds (each a fresh solver, the same limit).
+SEEDS = (0, 1, 2)
+
+# The lean tiers, tried in order: (tree invariants, load_queue's coverage clause, rlimit).
+TIERS = ((LEAN_TREE, False, TIER_RLIMIT), (LEAN_TREE, True, TIER_RLIMIT), ((), False, TIER_RLIMIT))
 
 
 def decide(su, target: str, tiers=TIERS):
@@ -396,23 +414,29 @@ def decide(su, target: str, tiers=TIERS):
     from .epr_properties import UPROPS
     from .forest import finite_model
 
+    from .epr_queue_sched import lemma_tiers, lemmas, tier_facts
+
     u = su.u
     base = [*u.forest.axioms(), *[z3.BoolVal(x) if isinstance(x, bool) else x for x in u.cfg.constraints()],
-            *u.facts]
+            *tier_facts(su)]
     # load_queue's coverage clause only where needed (its witnesses, entries of pages
     # of entries, send instantiation round in circles elsewhere)
-    leans = [([*base, *hypotheses(su, covered=covered), *[UPROPS[n].fn(u, su.pre) for n in tier]], ms)
+
+    got = lemmas(su, target)  # insert and load_back: lemmas about their steps (proofs.epr_queue_sched)
+    leans = [([*base, *got, *hypotheses(su, covered=covered), *[UPROPS[n].fn(u, su.pre) for n in tier]], ms)
              for tier, covered, ms in tiers]
+    last = lemma_tiers(su, got)
     for c in conjuncts(goal(su, target)):
         # load_queue's coverage clause (the one with an existential) needs its own
         # clause at the pre-state: that tier first
-        order = [leans[i] for i in (sorted(range(len(tiers)), key=lambda i: not tiers[i][1]) if _exists(c)
-                                    else range(len(tiers)))]
-        if any(_refutes(hyps, ms, c) for hyps, ms in order):
+        order = ((last if _exists(c) else []) + [leans[i] for i in (
+            sorted(range(len(tiers)), key=lambda i: not tiers[i][1]) if _exists(c) else range(len(tiers)))]
+            + ([] if _exists(c) else last))
+        if any(refutes(hyps, limit, c) for hyps, limit in order):
             continue
         su.solver.push()
         su.solver.add(z3.Not(c))
-        res = su.solver.check()
+        res = _limited(su.solver, FULL_RLIMIT)
         model = su.solver.model() if res == z3.sat else None
         if res == z3.unknown:
             model = finite_model(list(su.solver.assertions()), extra_sorts=tuple(SORTS.values()))
@@ -429,13 +453,33 @@ def _exists(f) -> bool:
     return any(_exists(c) for c in f.children())
 
 
-def _refutes(hyps, ms, c) -> bool:
-    """A fresh solver each time: z3's incremental mode (push/pop) instantiates
-    quantifiers far worse."""
-    sol = z3.Solver()
-    sol.set("timeout", ms)
-    sol.add(*hyps, z3.Not(c))
-    return sol.check() == z3.unsat
+def refutes(hyps, rlimit, c) -> bool:
+    """hyps => c, within z3's resource limit ``rlimit`` per try (``SEEDS``; an unknown
+    is no proof). A fresh solver each time: z3's incremental mode (push/pop)
+    instantiates quantifiers far worse."""
+    for seed in SEEDS:
+        sol = z3.Solver()
+        sol.set("random_seed", seed)
+        sol.add(*hyps, z3.Not(c))
+        res = _limited(sol, rlimit)
+        if res != z3.unknown or not _out_of_resources(sol):
+            return res == z3.unsat
+    return False
+
+
+def _out_of_resources(sol) -> bool:
+    return sol.reason_unknown() in ("max. resource limit exceeded", "canceled")
+
+
+def _limited(sol, rlimit):
+    """sol.check() under z3's resource limit only (no wall-clock limit); the limit is
+    cleared afterwards (epr_obligations.check sets its own before each target)."""
+    sol.set("rlimit", rlimit)
+    sol.set("timeout", NO_TIMEOUT)
+    try:
+        return sol.check()
+    finally:
+        sol.set("rlimit", 0)  # 0: none
 
 
 def goal(su, target: str):

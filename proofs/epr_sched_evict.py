@@ -71,11 +71,12 @@ def _some_above(u, pred, name: str):
     return lambda x: z3.And(pred(sk(x)), f.lt(sk(x), x))
 
 
-def make_room(u, v: Paged, active, mine, hold, dups, name: str) -> Paged:
+def make_room(u, v: Paged, active, mine, hold, dups, name: str, record=None) -> Paged:
     """make_room on one rank: ``active`` (some rank lacked room: the agreed host
     allocations may run here), ``mine`` (this rank lacked room: it takes victims),
     ``hold(x)`` (x is on the held node's path, locked meanwhile). Reclaim, victims, LRU
-    host eviction as the module says; returns the view after it."""
+    host eviction as the module says; returns the view after it. ``record``: a dict given
+    the staged victims and the view they were staged on (proofs.epr_queue_sched)."""
     cfg = u.cfg
     wb = b_(cfg.wb)
     u.facts.append(z3.Implies(mine, active))
@@ -123,6 +124,8 @@ def make_room(u, v: Paged, active, mine, hold, dups, name: str) -> Paged:
     # owned by a node that goes (the spec removes whole subtrees: a node below x owns it)
     u.facts.append(forall(lambda a, p: z3.Implies(z3.And(v2.cached(a), gone(v2.own(a)), u.forest.le(a, p), v2.cached(p)),
                                                   gone(v2.own(p))), 2))
+    if record is not None:
+        record.update(room_written=writes, room_view=v1, room_gone=gone)
     return remove_nodes(u, v2, gone).named(f"{name}.room", u.facts)
 
 
@@ -170,6 +173,7 @@ def insert(u, v: Paged, a) -> Paged:
     c, fact = f.greatest_on_path(q, lambda p: v.cached(p), "room_walk")
     u.facts.append(fact)
     has = define(u, "room_walk", z3.And(f.le(c, q), v.cached(c)))
+    a["room_walk"] = (c, has)  # (proofs.epr_queue_sched)
     hold = lambda x: z3.And(has, v.live(x), f.le(x, v.own(c)))
     return _evicting(u, v, a, b_(u.cfg.insert_evicts), hold, lambda mid, b: plain_insert(u, mid, b), "insert_room")
 
@@ -188,11 +192,14 @@ def _evicting(u, v: Paged, a, flag, hold, step, name: str) -> Paged:
     # with the option on, UNDECIDED_ON): the step's counters are free (epr_counting.settle)
     # and its fits constrain nothing
     u.uncounted = True
-    mid = make_room(u, v, active, mine, hold, a["dups"], name)
+    mid = make_room(u, v, active, mine, hold, a["dups"], name, a)
     mid = _slotted(u, v, mid, a)
     fits = z3.Bool(f"{name}.fits!{next(_ids)}")
     u.facts.append(z3.Implies(z3.Not(active), fits))
-    after = step(mid, {**a, "leaf": device_leaves(u, mid, f"{name}.leaf")})
+    b = {**a, "leaf": device_leaves(u, mid, f"{name}.leaf")}
+    after = step(mid, b)
+    # the step's choices (proofs.epr_queue_sched), made where the step ran
+    a.update(fits=fits, room_mid=mid, **{k: b[k] for k in ("staged", "staged_view", "load_first", "walked_to") if k in b})
     return view_ite(fits, after, mid).named(name, u.facts)
 
 
@@ -212,7 +219,7 @@ def load_back(u, v: Paged, a) -> Paged:
 
     def step(mid, b):
         planned = planner_victims(u, mid, z3.And(cp, z3.Bool(f"lane_short!{next(_ids)}")), e)
-        return load(u, v, planned, e)
+        return load(u, v, planned, e, b)
 
     out = _evicting(u, v, a, flag, hold, step, "load_room")
     if z3.is_false(z3.simplify(z3.Or(flag, cp))):
@@ -221,7 +228,7 @@ def load_back(u, v: Paged, a) -> Paged:
     return view_ite(z3.Or(flag, cp), havoc_scalars(out, "load_room.registry", *REGISTRY), out)
 
 
-def load(u, was: Paged, v: Paged, e) -> Paged:
+def load(u, was: Paged, v: Paged, e, a=None) -> Paged:
     """spec/load_path.load_back's load after its eviction: the chain and its pages are
     the pre-state's (``was``); what is left of the chain becomes LOADING with the
     load-back mark, what is left of e's path is locked once more, one H->D copy over the
@@ -231,6 +238,10 @@ def load(u, was: Paged, v: Paged, e) -> Paged:
     u.facts.append(z3.And(was.live(e), was.dev(e) == ABSENT))
     u.facts.append(forall(lambda x: z3.Implies(chain(x), was.host(x) == HOST_RESIDENT)))
     kept = lambda x: z3.And(chain(x), v.live(x))
+    if a is not None:  # the H->D copy's first page (proofs.epr_queue_sched): the top chain node's start
+        top, fact = f.least_on_path(e, chain, "load_top")
+        u.facts.append(fact)
+        a["load_first"] = was.start(top)
     on_path = lambda x: z3.And(was.live(x), f.le(x, e), v.live(x))
     return v.update(
         lfly=lambda p: z3.Or(v.lfly(p), z3.And(was.cached(p), chain(was.own(p)))),

@@ -144,14 +144,21 @@ def test_the_unbounded_audit_proves_the_option_page_sorted():
     """With --unbounded, insert's and load_back's covered obligations are proved
     page-sorted for both values of the flag (proofs/epr_sched_evict.py); only insert's
     undecided ones are bounded with it on; a target proved both ways reports the bound."""
-    from tiercheck.proofs.audit import _jobs, _merge
+    from tiercheck.proofs.audit import UNBOUNDED_KINDS, _jobs, _merge
     from tiercheck.proofs.obligations import Result
 
     from tiercheck.proofs.epr_sched_evict import UNDECIDED_ON
 
     for action, flag in SPLIT_FLAGS.items():
         jobs = _jobs([action], (), 2, True)
-        on = {t for j in jobs if j[5] == ((flag, True),) for t in j[4]}
+        on = {t for j in jobs if j[5] == ((flag, True),) and j[1] not in UNBOUNDED_KINDS for t in j[4]}
         assert jobs and on == set(UNDECIDED_ON.get(action, ()))
+        # the page-sorted jobs: every target with the flag off (or not fixed), and with it
+        # on (insert's split in two jobs) all but the undecided ones
+        sorted_ = [j for j in jobs if j[1] in UNBOUNDED_KINDS]
+        off = {t for j in sorted_ if j[5] in ((), ((flag, False),)) for t in j[4]}
+        page_on = [t for j in sorted_ if j[5] == ((flag, True),) for t in j[4]]
+        assert len(page_on) == len(set(page_on)) and set(page_on) <= off
+        assert not page_on or set(page_on) == off - set(UNDECIDED_ON.get(action, ()))
     merged = _merge(Result("t", "insert", "proved", 1.0, None, "any"), Result("t", "insert", "proved", 1.0, None, "<=2"))
     assert merged.pages == "<=2" and merged.status == "proved"
