@@ -20,8 +20,9 @@ from typing import Callable, NamedTuple, Optional
 from tiercheck.impl.hicache.metrics import DEVICE_EVICTED, DUP_RECLAIMED
 from tiercheck.models import model_file
 from tiercheck.spec.action import act
+from tiercheck.spec.cp_planner import lane_of
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
-from tiercheck.spec.state import HOST_RESIDENT
+from tiercheck.spec.state import HOST_RESIDENT, live_nodes, node_pages
 from tiercheck.spec.model import Model
 from tiercheck.spec.prefetch import _anchor as prefetch_anchor
 from tiercheck.spec.prefetch import _held_from as held_from
@@ -204,6 +205,29 @@ def _backed_evict(m, s, a, t) -> bool:
             and any(n is not None and n.dev == DEV_ABSENT and n.host == HOST_RESIDENT for n in s.ranks[0].nodes))
 
 
+def _on_device(rs, e) -> bool:
+    return e < len(rs.nodes) and rs.nodes[e] is not None and rs.nodes[e].dev != DEV_ABSENT
+
+
+def _lane_victim_beside_another(m, s, a, t) -> bool:
+    """A CP load-back whose planned victim shares an owner lane with a device node that
+    stays: the planner must read each page's lane from its device slot whatever the slot
+    (the implementation hands out the lowest free slot, so a node re-inserted after an
+    eviction sits below an older one of the same lane; with requests [1], [2], [3] on
+    three device pages the victim, page 2, is a lane-0 page in slot 1)."""
+    if m.cfg.cp_lanes < 2 or a.name != "load_back" or t == s:
+        return False
+    rs, rt = s.ranks[0], t.ranks[0]
+    held = [e for e in live_nodes(rs) if _on_device(rs, e)]
+
+    def lanes(e):
+        return {lane_of(m, p) for p in node_pages(m.pages, rs, e)}
+
+    gone = [e for e in held if not _on_device(rt, e)]
+    stay = [e for e in held if _on_device(rt, e)]
+    return any(lanes(g) & lanes(k) for g in gone for k in stay)
+
+
 def _named(name: str):
     """A goal: a step of that action."""
     def goal(m, s, a, t) -> bool:
@@ -240,6 +264,8 @@ SITUATIONS = (
     # The same with two-token pages: a node's lanes follow its depth in pages, not tokens.
     Situation("insert short of a CP lane only, two-token pages", "cp-planner-lanes-2r", (), _lane_short_insert,
               _lane_short, overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6))))),
+    Situation("a CP load-back victim in a higher device slot", "cp-planner-2r", (), _lane_victim_beside_another,
+              overrides=(("cp_lanes", 2), ("device_pages", 3), ("requests", ((1,), (2,), (3,))))),
     Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),
     Situation("a revoked prefetch with an anchor retired", "wt-prefetch-revoke-1r", (), _retired_anchored,
               overrides=(("requests", ((1,), (1, 2), (3,))),)),
