@@ -52,7 +52,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from tiercheck.conformance import defaults, machine
+from tiercheck.conformance import counters, defaults, machine
 from tiercheck.conformance.compare import describe_difference, observable
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.conformance.generated import load_tour
@@ -139,20 +139,28 @@ def _replayed(cfg, actions, variant):
 
 def _twin_departs(cfg, actions, variant) -> str:
     """Where the reference with ``variant`` on leaves the spec of ``cfg`` (which has it on)
-    on ``actions``: the first step whose refined state differs, or a crash ("": none). Only
-    states: the bug breaks a property on both sides, and its bytes are checked apart."""
+    on ``actions``: the first step whose refined state differs, or whose write-rejection
+    counters differ from what the spec's step rejects (replicas the bug diverged disagree
+    on what to stage), or a crash ("": none). Only states and those counters: the bug
+    breaks a property on both sides, and its bytes are checked apart."""
     model, driver = Model(cfg), driver_factory("reference", cfg, {variant})()
     s = model.init_states()[0]
     try:
+        was = driver.group.metrics()
         for i, a in enumerate(actions):
-            s = model.next_state(s, a)
+            before, s = s, model.next_state(s, a)
             try:
                 driver.apply(a)
                 got = driver.state()
+                now = driver.group.metrics()
             except Exception as exc:  # noqa: BLE001 -- a crash departs
                 return f"step {i} ({a}): {type(exc).__name__}: {exc}"
             if observable(got) != observable(s):
                 return f"step {i} ({a}): " + "; ".join(describe_difference(model, observable(s), observable(got)))
+            lines = counters.rejection_problems(model, before, a, was, now)
+            if lines:
+                return f"step {i} ({a}): " + "; ".join(lines)
+            was = now
     finally:
         driver.close()
     return ""

@@ -228,6 +228,17 @@ def _lane_victim_beside_another(m, s, a, t) -> bool:
     return any(lanes(g) & lanes(k) for g in gone for k in stay)
 
 
+def _touched_second_of_three(m, s, a, t) -> bool:
+    """A rank-local touch of the second least recent of three nodes on its clock: it
+    becomes the most recent (the rank must compare the touched node with the last entry,
+    and only the last: the second entry is the last one only on a two-node clock)."""
+    if a.name != "local_access":
+        return False
+    rs = s.ranks[a["rank"]]
+    live = [x for x in rs.clock if rs.nodes[x] is not None]
+    return len(live) >= 3 and live[1] == a["node"]
+
+
 def _named(name: str):
     """A goal: a step of that action."""
     def goal(m, s, a, t) -> bool:
@@ -266,6 +277,8 @@ SITUATIONS = (
               _lane_short, overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6))))),
     Situation("a CP load-back victim in a higher device slot", "cp-planner-2r", (), _lane_victim_beside_another,
               overrides=(("cp_lanes", 2), ("device_pages", 3), ("requests", ((1,), (2,), (3,))))),
+    Situation("a local touch of the second of three nodes", "lru-2r", (), _touched_second_of_three,
+              overrides=(("host_pages", 3),)),
     Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),
     Situation("a revoked prefetch with an anchor retired", "wt-prefetch-revoke-1r", (), _retired_anchored,
               overrides=(("requests", ((1,), (1, 2), (3,))),)),
