@@ -71,10 +71,11 @@ def _insert(model, before, after, action, out) -> None:
             return  # it evicted and still lacks room: the request waits, nothing staged
     walked = [insert_on_rank(model, rs, action["req"]) for rs in ranks]
     wanted = [w for _rs, w in walked]
+    agree = not model.cfg.has("partial-backup-leak")  # the bug: no agreement, each rank on its own
     for i in range(max(len(w) for w in wanted)):
         ends = [w[i] if i < len(w) else None for w in wanted]
         end = next(e for e in ends if e is not None)
-        reason = RANK_DISAGREEMENT if any(e != end for e in ends) else HOST_ALLOC_FAILED
+        reason = RANK_DISAGREEMENT if agree and any(e != end for e in ends) else HOST_ALLOC_FAILED
         for r, (e, (rs, _w)) in enumerate(zip(ends, walked)):
             if e is not None and not _written(after.ranks[r], e):
                 out[r][rejected(reason, WRITE_THROUGH)] += node_len(model.pages, rs, e)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tiercheck.conformance import process_faults as pf
-from tiercheck.conformance import orphan_fault, store_faults
+from tiercheck.conformance import orphan_fault, scheduler_evict, store_faults
 
 
 def test_a_page_rewritten_in_the_store_fails_the_self_check():
@@ -95,3 +95,13 @@ def test_a_prefetch_whose_anchor_left_the_tree_is_dropped_and_counted(monkeypatc
     monkeypatch.setattr(mt.Metrics, "add", lambda self, k, n=1: add(self, mt.PREFETCHED if k == mt.PREFETCH_ORPHANED else k, n))
     assert "counter sglang:prefetched_tokens_total went up by 2, 0 expected" in pf.guarded(
         orphan_fault.orphaned_prefetch_is_dropped)
+
+
+def test_the_scheduler_evict_by_tokens_frees_whole_pages_and_returns_the_tokens(monkeypatch):
+    assert pf.guarded(scheduler_evict.evict_tokens_frees_whole_pages) == ""
+    # A rank that returns pages instead of tokens: caught.
+    from tiercheck.impl.hicache.rank import HiCacheRank
+
+    evict = HiCacheRank.evict
+    monkeypatch.setattr(HiCacheRank, "evict", lambda self, n: evict(self, n) // self.layout.page_size)
+    assert "evict(3) returned [2] tokens freed" in pf.guarded(scheduler_evict.evict_tokens_frees_whole_pages)
