@@ -104,4 +104,4 @@ def test_the_scheduler_evict_by_tokens_frees_whole_pages_and_returns_the_tokens(
 
     evict = HiCacheRank.evict
     monkeypatch.setattr(HiCacheRank, "evict", lambda self, n: evict(self, n) // self.layout.page_size)
-    assert "evict(3) returned [2] tokens freed" in pf.guarded(scheduler_evict.evict_tokens_frees_whole_pages)
+    assert "evict(5) returned [4] tokens freed" in pf.guarded(scheduler_evict.evict_tokens_frees_whole_pages)
