@@ -4,10 +4,10 @@ No spec action is this call: the spec runs it inside an insert or a load-back th
 device room (insert_evicts, load_back_evicts), where only the pages it must free are
 asked for and nothing reads what it returns. A scheduler calls it directly too, with any
 token count, and reads the tokens freed. Here, on top of the shortest spec trace to two
-evictable device leaves (wt-evicts-1r with two-token pages), ``evict(5)`` must free
-whole pages until it has at least ceil(5 / 2) = 3 (4 here: the last victim has two), in victim order, as the spec's ``evict_lru``
-does from the same state, and return the tokens freed (pages times the page size), the
-same number the device_evicted counter counts.
+evictable device leaves (wt-evicts-1r with two-token pages), ``evict(5)`` must free whole
+pages in victim order until it has at least ceil(5 / 2) = 3 (4 here: the last victim
+has two), as the spec's ``evict_lru`` does from the same state, and return the tokens
+freed (pages times the page size), the number the device_evicted counter counts too.
 """
 
 from __future__ import annotations
