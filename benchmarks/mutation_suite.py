@@ -159,7 +159,7 @@ def _twin_departs(cfg, actions, variant) -> str:
                 return f"step {i} ({a}): {type(exc).__name__}: {exc}"
             if observable(got) != observable(s):
                 return f"step {i} ({a}): " + "; ".join(describe_difference(model, observable(s), observable(got)))
-            lines = counters.rejection_problems(model, before, a, was, now)
+            lines = counters.rejection_problems(model, before, a, was, now, got)
             if lines:
                 return f"step {i} ({a}): " + "; ".join(lines)
             was = now
