@@ -54,7 +54,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from tiercheck.conformance import counters, defaults, machine
+from tiercheck.conformance import defaults, machine
 from tiercheck.conformance.compare import describe_difference, observable
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.conformance.generated import load_tour
@@ -145,6 +145,8 @@ def _twin_departs(cfg, actions, variant) -> str:
     counters differ from what the spec's step rejects (replicas the bug diverged disagree
     on what to stage), or a crash ("": none). Only states and those counters: the bug
     breaks a property on both sides, and its bytes are checked apart."""
+    from tiercheck.conformance import counters  # imports the implementation: after the map's tracer starts
+
     model, driver = Model(cfg), driver_factory("reference", cfg, {variant})()
     s = model.init_states()[0]
     try:
