@@ -44,7 +44,9 @@ def test_a_bug_behind_another_is_found_as_its_own_finding(found):
     # Past the leak, the per-rank admission also counts a rejection the ranks disagreed on
     # as a failed allocation (the same state: the write-rejection counters' finding).
     assert 'reason="rank_disagreement"' in reason["signature"] and reason["passes"] == [leak["signature"]]
-    assert totals["rounds"] == 4  # the fourth round, passing all three, finds nothing new
+    # A fourth round, passing all three, finds nothing new (unless the three used up the
+    # 30 examples: how many a round runs before its finding varies with the machine's load).
+    assert totals["rounds"] == 4 or (totals["rounds"] == 3 and totals["examples"] >= 30), totals
 
 
 def test_signature_names_the_disagreement_not_the_trace():
