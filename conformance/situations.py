@@ -174,6 +174,13 @@ def _insert_evicted(m, s, a, t) -> bool:
     return a.name == "insert" and _increments(m, s, a, t)[DEVICE_EVICTED] >= 1
 
 
+def _insert_evicted_the_shortfall(m, s, a, t) -> bool:
+    """An insert of three pages or more that evicts while some device room is left: the
+    scheduler's evict(num_tokens) is asked for the shortfall (need minus free pages)."""
+    return (_insert_evicted(m, s, a, t) and insert_device_need(m, s.ranks[0], a["req"]) >= 3
+            and s.ranks[0].dev_free > 0)
+
+
 def _fetched_inside_node(m, s, a, t) -> bool:
     """A prefetch ends whose fetched run is cached already up to a page inside a node
     (inserted since the prefetch started): the rank splits that node after the page, to
@@ -287,6 +294,8 @@ SITUATIONS = (
               overrides=(("requests", ((1, 2), (1, 2, 3), (4,))),)),
     Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
               overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
+    Situation("an insert that evicts its shortfall", "wt-evicts-1r", (), _insert_evicted_the_shortfall,
+              overrides=(("requests", ((1,), (2, 3, 4))), ("device_pages", 3))),
     Situation("a prefetch read fails", "wt-prefetch-fail-1r", (), _named("prefetch_read_fails")),
     Situation("an eviction nobody needs to write, on gloo", "wb-2r", (), _backed_evict, backend="gloo"),
     Situation("a prefetch below a three-page match", "wt-prefetch-1r", (), _prefetch_below_three,
