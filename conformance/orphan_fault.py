@@ -44,11 +44,13 @@ def _gone(rank, anchor_end) -> None:
 
 
 def orphaned_prefetch_is_dropped() -> str:
-    """wt-prefetch-1r with requests [1], [1,2,3], [4] on 3 device and 3 host pages, no
-    faults (a two-page run fetched below node 1); "" when the rank drops the orphaned run
-    as it must."""
-    cfg = replace(model_file.load("wt-prefetch-1r").config, requests=((1,), (1, 2, 3), (4,)),
-                  device_pages=3, host_pages=3, faults=frozenset())
+    """wt-prefetch-1r with two-token pages, requests [1,2], [1..8], [9,10] on 4 device and
+    4 host pages, no faults (a three-page run fetched below the first page: 6 tokens, so
+    every operator between the run's pages and the page size gives another count); ""
+    when the rank drops the orphaned run as it must."""
+    cfg = replace(model_file.load("wt-prefetch-1r").config, page_size=2,
+                  requests=((1, 2), (1, 2, 3, 4, 5, 6, 7, 8), (9, 10)), device_pages=4, host_pages=4,
+                  faults=frozenset())
     model = Model(cfg)
     trace = first_path(model, lambda s, a, t: _attached_below_anchor(model, s, a, t))
     driver = ReferenceDriver(cfg)
