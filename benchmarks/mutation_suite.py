@@ -18,6 +18,8 @@ The suite is a list of units, run in order until the first disagreement:
     the spec that has the bug on;
   - rare situations (tiercheck.conformance.situations): the shortest spec trace to each,
     probes of disabled steps included;
+  - the implementation's own defaults of the protocol's fields against the spec's
+    (tiercheck.conformance.impl_defaults: every other unit sets them all);
   - faults below the protocol (tiercheck.conformance.process_faults): a stopped, slow or
     never-starting gloo rank and a hanging store call must each end in a one-line error
     naming the rank, a store holding other bytes must fail the rank's self-check.
@@ -139,20 +141,30 @@ def _replayed(cfg, actions, variant):
 
 def _twin_departs(cfg, actions, variant) -> str:
     """Where the reference with ``variant`` on leaves the spec of ``cfg`` (which has it on)
-    on ``actions``: the first step whose refined state differs, or a crash ("": none). Only
-    states: the bug breaks a property on both sides, and its bytes are checked apart."""
+    on ``actions``: the first step whose refined state differs, or whose write-rejection
+    counters differ from what the spec's step rejects (replicas the bug diverged disagree
+    on what to stage), or a crash ("": none). Only states and those counters: the bug
+    breaks a property on both sides, and its bytes are checked apart."""
+    from tiercheck.conformance import counters  # imports the implementation: after the map's tracer starts
+
     model, driver = Model(cfg), driver_factory("reference", cfg, {variant})()
     s = model.init_states()[0]
     try:
+        was = driver.group.metrics()
         for i, a in enumerate(actions):
-            s = model.next_state(s, a)
+            before, s = s, model.next_state(s, a)
             try:
                 driver.apply(a)
                 got = driver.state()
+                now = driver.group.metrics()
             except Exception as exc:  # noqa: BLE001 -- a crash departs
                 return f"step {i} ({a}): {type(exc).__name__}: {exc}"
             if observable(got) != observable(s):
                 return f"step {i} ({a}): " + "; ".join(describe_difference(model, observable(s), observable(got)))
+            lines = counters.rejection_problems(model, before, a, was, now, got)
+            if lines:
+                return f"step {i} ({a}): " + "; ".join(lines)
+            was = now
     finally:
         driver.close()
     return ""
@@ -219,6 +231,19 @@ def situation_units():
             return not problem
         out.append((f"situation {sit.name}", twin))
     return out
+
+
+def default_units():
+    """(name, run): the implementation's own defaults of the protocol's fields are the
+    spec's (tiercheck.conformance.impl_defaults; every other unit sets them all)."""
+    from tiercheck.conformance import impl_defaults
+
+    def run():
+        lines = impl_defaults.problems()
+        for line in lines:
+            print(f"defaults: {line}")
+        return not lines
+    return [("defaults of the implementation", run)]
 
 
 def fault_units():
@@ -320,6 +345,7 @@ def units(args):
     if not args.tours_only:
         out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
         out += auto_units(args.walks) + feature_units(args.examples) + variant_units() + situation_units()
+        out += default_units()
     out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + fault_units()
     if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
         out = [(name, run) for name, run in out if any(u in name for u in args.unit)]

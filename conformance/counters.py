@@ -24,6 +24,9 @@ from tiercheck.spec.request_locks import device_match
 from tiercheck.spec.state import RankState, State
 from tiercheck.spec.storage_path import SKIP
 
+from . import rejections
+from .compare import observable
+
 CHECKED = (HOST_WRITE, LOAD_BACK, DEVICE_EVICTED, HOST_EVICTED, MIRROR_RELEASED, DUP_RECLAIMED, PLAN_MISMATCH,
            STORAGE_FAILED_PAGES, BACKUPED, PREFETCHED, PREFETCH_COMPLETED)
 PAGE_COUNTS = (PLAN_MISMATCH, STORAGE_FAILED_PAGES)  # not scaled by the page size
@@ -141,6 +144,26 @@ def problems(model, before: State, after: State, action, was: list, now: list) -
             if got != want.get(key, 0):
                 out.append(f"rank {r}: counter {key} went up by {got} in {action}, the spec's state change "
                            f"says {want.get(key, 0)}")
+    return out + rejection_problems(model, before, action, was, now, after)
+
+
+def rejection_problems(model, before: State, action, was: list, now: list, after: State) -> list:
+    """Lines for every write-rejection counter whose increment over the step disagrees
+    with what the spec's step rejects (tiercheck.conformance.rejections). Only where the
+    implementation's step is the spec's (``after``, its refined state, is the spec's
+    successor, or ``before`` for a step the spec disables): a step that went elsewhere is
+    the state comparison's finding, not a second one."""
+    spec = model.next_state(before, action)
+    if observable(after) != observable(before if spec is None else spec):
+        return []
+    out = []
+    skip = rejections.unchecked(model, action)
+    for r, want in enumerate(rejections.rejections(model, before, action)):
+        for key in REJECTED_NAMES:
+            got = now[r].get(key, 0) - was[r].get(key, 0)
+            if key not in skip and got != want.get(key, 0):
+                out.append(f"rank {r}: counter {key} went up by {got} in {action}, the spec's step "
+                           f"rejects {want.get(key, 0)}")
     return out
 
 

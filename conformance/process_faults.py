@@ -26,7 +26,7 @@ from tiercheck.impl.storage import FaultyBackend, rank_key
 from tiercheck.models import model_file
 from tiercheck.spec.model import Model
 
-from . import store_faults
+from . import orphan_fault, scheduler_evict, store_faults
 from .compare import describe_difference, observable
 from .reference import ReferenceDriver, impl_config
 from .runner import replay
@@ -351,4 +351,7 @@ def scenarios(tmp_dir):
         ("close with a backup queued", close_with_a_backup_queued),
         ("prefetch terminated before its read", terminated_before_its_read),
         ("store batch failing partway", store_faults.failed_batch_is_a_partial_backup),
+        ("store that cannot answer exists", store_faults.unanswered_exists_is_not_a_loss),
+        ("prefetch whose anchor left the tree", orphan_fault.orphaned_prefetch_is_dropped),
+        ("scheduler evict by tokens", scheduler_evict.evict_tokens_frees_whole_pages),
     ]

@@ -20,8 +20,9 @@ from typing import Callable, NamedTuple, Optional
 from tiercheck.impl.hicache.metrics import DEVICE_EVICTED, DUP_RECLAIMED
 from tiercheck.models import model_file
 from tiercheck.spec.action import act
+from tiercheck.spec.cp_planner import lane_of
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
-from tiercheck.spec.state import HOST_RESIDENT
+from tiercheck.spec.state import HOST_RESIDENT, live_nodes, node_pages
 from tiercheck.spec.model import Model
 from tiercheck.spec.prefetch import _anchor as prefetch_anchor
 from tiercheck.spec.prefetch import _held_from as held_from
@@ -173,6 +174,13 @@ def _insert_evicted(m, s, a, t) -> bool:
     return a.name == "insert" and _increments(m, s, a, t)[DEVICE_EVICTED] >= 1
 
 
+def _insert_evicted_the_shortfall(m, s, a, t) -> bool:
+    """An insert of three pages or more that evicts while some device room is left: the
+    scheduler's evict(num_tokens) is asked for the shortfall (need minus free pages)."""
+    return (_insert_evicted(m, s, a, t) and insert_device_need(m, s.ranks[0], a["req"]) >= 3
+            and s.ranks[0].dev_free > 0)
+
+
 def _fetched_inside_node(m, s, a, t) -> bool:
     """A prefetch ends whose fetched run is cached already up to a page inside a node
     (inserted since the prefetch started): the rank splits that node after the page, to
@@ -202,6 +210,40 @@ def _backed_evict(m, s, a, t) -> bool:
     node = s.ranks[0].nodes[a["node"]] if a.name == "evict" else None
     return (node is not None and node.host == HOST_RESIDENT and t != s
             and any(n is not None and n.dev == DEV_ABSENT and n.host == HOST_RESIDENT for n in s.ranks[0].nodes))
+
+
+def _on_device(rs, e) -> bool:
+    return e < len(rs.nodes) and rs.nodes[e] is not None and rs.nodes[e].dev != DEV_ABSENT
+
+
+def _lane_victim_beside_another(m, s, a, t) -> bool:
+    """A CP load-back whose planned victim shares an owner lane with a device node that
+    stays: the planner must read each page's lane from its device slot whatever the slot
+    (the implementation hands out the lowest free slot, so a node re-inserted after an
+    eviction sits below an older one of the same lane; with requests [1], [2], [3] on
+    three device pages the victim, page 2, is a lane-0 page in slot 1)."""
+    if m.cfg.cp_lanes < 2 or a.name != "load_back" or t == s:
+        return False
+    rs, rt = s.ranks[0], t.ranks[0]
+    held = [e for e in live_nodes(rs) if _on_device(rs, e)]
+
+    def lanes(e):
+        return {lane_of(m, p) for p in node_pages(m.pages, rs, e)}
+
+    gone = [e for e in held if not _on_device(rt, e)]
+    stay = [e for e in held if _on_device(rt, e)]
+    return any(lanes(g) & lanes(k) for g in gone for k in stay)
+
+
+def _touched_second_of_three(m, s, a, t) -> bool:
+    """A rank-local touch of the second least recent of three nodes on its clock: it
+    becomes the most recent (the rank must compare the touched node with the last entry,
+    and only the last: the second entry is the last one only on a two-node clock)."""
+    if a.name != "local_access":
+        return False
+    rs = s.ranks[a["rank"]]
+    live = [x for x in rs.clock if rs.nodes[x] is not None]
+    return len(live) >= 3 and live[1] == a["node"]
 
 
 def _named(name: str):
@@ -240,6 +282,10 @@ SITUATIONS = (
     # The same with two-token pages: a node's lanes follow its depth in pages, not tokens.
     Situation("insert short of a CP lane only, two-token pages", "cp-planner-lanes-2r", (), _lane_short_insert,
               _lane_short, overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6))))),
+    Situation("a CP load-back victim in a higher device slot", "cp-planner-2r", (), _lane_victim_beside_another,
+              overrides=(("cp_lanes", 2), ("device_pages", 3), ("requests", ((1,), (2,), (3,))))),
+    Situation("a local touch of the second of three nodes", "lru-2r", (), _touched_second_of_three,
+              overrides=(("host_pages", 3),)),
     Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),
     Situation("a revoked prefetch with an anchor retired", "wt-prefetch-revoke-1r", (), _retired_anchored,
               overrides=(("requests", ((1,), (1, 2), (3,))),)),
@@ -248,6 +294,8 @@ SITUATIONS = (
               overrides=(("requests", ((1, 2), (1, 2, 3), (4,))),)),
     Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
               overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
+    Situation("an insert that evicts its shortfall", "wt-evicts-1r", (), _insert_evicted_the_shortfall,
+              overrides=(("requests", ((1,), (2, 3, 4))), ("device_pages", 3))),
     Situation("a prefetch read fails", "wt-prefetch-fail-1r", (), _named("prefetch_read_fails")),
     Situation("an eviction nobody needs to write, on gloo", "wb-2r", (), _backed_evict, backend="gloo"),
     Situation("a prefetch below a three-page match", "wt-prefetch-1r", (), _prefetch_below_three,

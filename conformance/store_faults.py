@@ -7,14 +7,16 @@ goes through it: the spec's fault ``partial_storage`` is a step parameter
 two meet: a store batch armed to fail from its second page, then the rank's backup run
 in full, must give the spec's state after ``storage_backup_done(pages=1)``, one failed
 page counted; and the API refuses a rank whose store is not a FaultyBackend, and a fault
-it does not know.
+it does not know. And a store that cannot answer whether it holds a durable page (its
+exists query errors) has not lost it: the rank's self-check must not say so (unknown is
+not absent), while a page the store really dropped is reported.
 """
 
 from __future__ import annotations
 
 from tiercheck.impl.hicache.errors import ProtocolError
 from tiercheck.impl.hicache.metrics import STORAGE_FAILED_PAGES
-from tiercheck.impl.storage import FaultyBackend, codes
+from tiercheck.impl.storage import FaultyBackend, codes, rank_key
 from tiercheck.models import model_file
 from tiercheck.spec.model import Model
 
@@ -76,3 +78,33 @@ def failed_batch_is_a_partial_backup() -> str:
     if problems:
         return f"a store batch failing from its second page is not the spec's {trace[-1]}: {problems[0]}"
     return "" if failed == 1 else f"{STORAGE_FAILED_PAGES} went up by {failed}, 1 page failed"
+
+
+def _marked_durable(m, s, a, t) -> bool:
+    """A step that marks a page durable on rank 0 (its backup acked, mirror_release)."""
+    return t.ranks[0].durable & ~s.ranks[0].durable != 0
+
+
+def unanswered_exists_is_not_a_loss() -> str:
+    """wt-mirror-1r: the shortest trace to a durable page, then the store's exists query
+    failing on rank 0 (-1, unknown): the self-check must not call the page missing; then
+    the page dropped from the store for real: it must."""
+    cfg = model_file.load("wt-mirror-1r").config
+    model = Model(cfg)
+    driver = ReferenceDriver(cfg)
+    try:
+        out = replay(driver, first_path(model, lambda s, a, t: _marked_durable(model, s, a, t)))
+        if out.mismatch is not None:
+            return f"before the fault: {out.mismatch.message}"
+        rank = driver.group.ranks[0]
+        rank.backend = rank.backup_worker.backend = store = FaultyBackend(rank.backend)
+        store.fail_all(codes.RPC_FAIL, ops=("exists",))
+        unknown = [p for p in driver.verify() if "not in the store" in p]
+        store.clear()
+        store.evict([rank_key(h, rank.source_rank) for h in rank.durable])
+        lost = [p for p in driver.verify() if "not in the store" in p]
+    finally:
+        driver.close()
+    if unknown:
+        return f"a store that cannot answer exists is taken for one that lost the page: {unknown[0]}"
+    return "" if lost else "a durable page dropped from the store is not reported missing"

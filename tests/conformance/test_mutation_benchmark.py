@@ -155,3 +155,16 @@ def test_only_the_operators_that_can_break_syntax_are_compiled():
 
     assert mut.compiles(M())  # no parse: a number for a number keeps the code valid
     assert "core/ReplaceBinaryOperator_Mul_" in mut.MAY_NOT_COMPILE
+
+
+def test_loading_the_suite_loads_no_implementation_module():
+    # The map traces import lines from the tracer's start: an implementation module the
+    # suite's own imports load before it would leave every import line unmapped.
+    import sys
+
+    code = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('s', sys.argv[1]); "
+            "spec.loader.exec_module(importlib.util.module_from_spec(spec)); "
+            "print(sorted(m for m in sys.modules if m.startswith('tiercheck.impl')))")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks" / "mutation_suite.py")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tiercheck.conformance import process_faults as pf
-from tiercheck.conformance import store_faults
+from tiercheck.conformance import orphan_fault, scheduler_evict, store_faults
 
 
 def test_a_page_rewritten_in_the_store_fails_the_self_check():
@@ -73,3 +73,35 @@ def test_a_store_batch_failing_partway_is_the_spec_partial_backup(monkeypatch):
 
     monkeypatch.setattr(FaultyBackend, "fail_from", lambda self, *args, **kw: None)
     assert "is not the spec's storage_backup_done" in pf.guarded(store_faults.failed_batch_is_a_partial_backup)
+
+
+def test_a_store_that_cannot_answer_exists_has_not_lost_its_durable_pages(monkeypatch):
+    assert pf.guarded(store_faults.unanswered_exists_is_not_a_loss) == ""
+    # A store whose failed exists query answers "absent" (0) instead of "unknown" (-1): caught.
+    from tiercheck.impl.storage import FaultyBackend, codes
+
+    run = FaultyBackend._run
+    monkeypatch.setattr(FaultyBackend, "_run", lambda self, op, n, call: [
+        codes.ABSENT if r < 0 else r for r in run(self, op, n, call)] if op == "exists" else run(self, op, n, call))
+    assert "taken for one that lost the page" in pf.guarded(store_faults.unanswered_exists_is_not_a_loss)
+
+
+def test_a_prefetch_whose_anchor_left_the_tree_is_dropped_and_counted(monkeypatch):
+    assert pf.guarded(orphan_fault.orphaned_prefetch_is_dropped) == ""
+    # A rank that counts the dropped run as prefetched: caught.
+    from tiercheck.impl.hicache import metrics as mt
+
+    add = mt.Metrics.add
+    monkeypatch.setattr(mt.Metrics, "add", lambda self, k, n=1: add(self, mt.PREFETCHED if k == mt.PREFETCH_ORPHANED else k, n))
+    assert "counter sglang:prefetched_tokens_total went up by 6, 0 expected" in pf.guarded(
+        orphan_fault.orphaned_prefetch_is_dropped)
+
+
+def test_the_scheduler_evict_by_tokens_frees_whole_pages_and_returns_the_tokens(monkeypatch):
+    assert pf.guarded(scheduler_evict.evict_tokens_frees_whole_pages) == ""
+    # A rank that returns pages instead of tokens: caught.
+    from tiercheck.impl.hicache.rank import HiCacheRank
+
+    evict = HiCacheRank.evict
+    monkeypatch.setattr(HiCacheRank, "evict", lambda self, n: evict(self, n) // self.layout.page_size)
+    assert "evict(5) returned [4] tokens freed" in pf.guarded(scheduler_evict.evict_tokens_frees_whole_pages)

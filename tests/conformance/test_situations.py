@@ -5,6 +5,7 @@ gets the situation wrong is caught."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from tiercheck.conformance import situations as st
 from tiercheck.conformance.adapters import driver_factory
@@ -41,6 +42,21 @@ def test_a_rank_that_locks_a_running_request_twice_is_caught(monkeypatch):
     monkeypatch.setattr(HiCacheRank, "lock_running", twice)
     sit = next(s for s in st.SITUATIONS if s.name == "lock a running request again")
     assert "state at step 2" in st.check(sit, _reference)
+
+
+def test_a_planner_view_that_misreads_lanes_in_higher_slots_is_caught(monkeypatch):
+    from tiercheck.impl.hicache import cp_load
+
+    real = cp_load.CpNode
+
+    def slot_blind(i, value=None, **kw):  # lane 1 + lane >> cp * slot: right in slot 0 only (one-token pages)
+        if value is not None:
+            value = torch.bitwise_right_shift(1 + (value - 1) % 2, 2 * ((value - 1) // 2))
+        return real(i, value, **kw)
+
+    monkeypatch.setattr(cp_load, "CpNode", slot_blind)
+    sit = next(s for s in st.SITUATIONS if s.name == "a CP load-back victim in a higher device slot")
+    assert "node 2: device absent->resident" in st.check(sit, _reference)
 
 
 def test_a_search_that_finds_nothing_says_so():
