@@ -94,7 +94,7 @@ def test_under_the_variant_the_clock_alone_changes_the_plan():
 @pytest.mark.parametrize("name", CP_MODELS)
 def test_holds_has_the_spec_value_and_every_load_back_is_admitted(name):
     m = model(name)
-    steps = _load_backs(m, 8, steps=40)
+    steps = _load_backs(m, 5, steps=40)
     values = set()
     for s, a, t in steps:
         spec = SPEC["planner_determinism"].fn(m, s, a, t) is None
@@ -119,7 +119,7 @@ def test_a_divergent_plan_needs_a_per_rank_key(monkeypatch):
     assert not pair_admits(m, s, a, t, 1)
 
 
-def _drains(m, want, limit=20000):
+def _drains(m, want, limit=3000):
     """Breadth-first: drain rounds from agreeing replicas that release some mirror."""
     from tiercheck.spec.state import HOST_RESIDENT
 
@@ -146,7 +146,7 @@ def test_drain_rounds_are_admitted_and_the_divergent_release_needs_a_per_rank_ch
     one with it shared."""
     v = model("variants/durable-evicted-while-planned")
     fixed = Model(dataclasses.replace(v.cfg, variants=frozenset()))
-    steps = _drains(fixed, 3)
+    steps = _drains(fixed, 2)
     assert steps
     for s, a, t in steps:
         assert spec_same(fixed, t, 1) and pair_admits(fixed, s, a, t, 1), s
