@@ -293,6 +293,9 @@ SPLIT = {"insert": "insert_evicts", "load_back": "load_back_evicts"}
 # with it off and the option off; bounded with the option on.
 UNDECIDED_ON = {"insert": ("prefix_closed", "tree_closed", "slot_conservation", "lock_accounting", "rank_agreement"),
                 "load_back": ("rank_agreement",)}
+# Flags also fixed in that bounded part: load_back's rank_agreement is proved for any pages
+# with the planner on (proofs.epr_planner), so its bounded part is the planner off.
+BOUNDED_WITH = {"load_back": {"cp": False}}
 
 
 def parts(action: str, fix=None) -> list:
