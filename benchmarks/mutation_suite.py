@@ -205,7 +205,7 @@ def situation_units():
     out = []
     for sit in situations.SITUATIONS:
         def run(sit=sit):
-            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg))
+            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg, backend=sit.backend))
             if problem:
                 print(f"situation {sit.name}: {problem}")
             return not problem

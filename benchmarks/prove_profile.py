@@ -4,6 +4,7 @@ one after another in this process, with its CPU seconds.
     python benchmarks/prove_profile.py                 # the table, costliest first
     python benchmarks/prove_profile.py --write         # also regenerate proofs/audit_costs.py
     python benchmarks/prove_profile.py --bounded       # the audit without --unbounded
+    python benchmarks/prove_profile.py --actions writing_check loading_check   # those actions' jobs only
 
 A job is one action's obligations in one case of the pre-state (bounded: ``agree`` or
 ``diverged``, with the flags it fixes) or its page-sorted obligations (``unbounded``).
@@ -22,16 +23,17 @@ from pathlib import Path
 COSTS = Path(__file__).resolve().parent.parent / "proofs" / "audit_costs.py"
 
 
-def profile(unbounded: bool, pages: int):
+def profile(unbounded: bool, pages: int, actions=None):
     from tiercheck.proofs.audit import _job, _jobs, _theorems
     from tiercheck.proofs.obligations import ACTION_NAMES
     from tiercheck.proofs.schedule import job_key
 
     rows = []
-    t0 = time.process_time()
-    _theorems(None)
-    rows.append(("theorems", time.process_time() - t0, 0))
-    for job in _jobs(list(ACTION_NAMES), (), pages, unbounded):
+    if not actions:
+        t0 = time.process_time()
+        _theorems(None)
+        rows.append(("theorems", time.process_time() - t0, 0))
+    for job in _jobs(list(actions or ACTION_NAMES), (), pages, unbounded):
         action, kind, _v, _p, targets, fix = job
         results, cpu = _job(job)
         bad = [r for r in results if r.status != "proved"]
@@ -57,9 +59,17 @@ def main(argv=None) -> int:
     p.add_argument("--bounded", action="store_true", help="the bounded audit (no --unbounded)")
     p.add_argument("--pages", type=int, default=2)
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--actions", nargs="+", metavar="ACTION", help="only these actions' jobs (no --write)")
     args = p.parse_args(argv)
     load0 = os.getloadavg()[0]
-    rows = profile(not args.bounded, args.pages)
+    if args.actions and args.write:
+        p.error("--write needs every job (no --actions)")
+    from tiercheck.proofs.obligations import ACTION_NAMES
+
+    unknown = sorted(set(args.actions or ()) - set(ACTION_NAMES))
+    if unknown:
+        p.error(f"unknown action(s): {', '.join(unknown)}")
+    rows = profile(not args.bounded, args.pages, args.actions)
     total = sum(c for _k, c, _n in rows)
     print(f"{'job':58s} {'targets':>7s} {'cpu s':>7s} {'share':>6s}")
     for k, c, n in sorted(rows, key=lambda r: -r[1])[:args.top]:

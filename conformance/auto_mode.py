@@ -113,7 +113,7 @@ class AutoDriver(ReferenceDriver):
         try:
             self.group.flush(timeout=SETTLE_TIMEOUT)
         except ReplicaDivergenceError as exc:  # a sync round found the replicas diverged, as in apply
-            self.halted = str(exc) or "flush"
+            self.halt(exc, "flush")
         except CollectiveError:
             self.hung = "flush"
 

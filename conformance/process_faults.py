@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+import types
 from dataclasses import dataclass
 
 from tiercheck.impl.hicache import FileStorage
@@ -25,6 +26,7 @@ from tiercheck.impl.storage import FaultyBackend, rank_key
 from tiercheck.models import model_file
 from tiercheck.spec.model import Model
 
+from . import store_faults
 from .compare import describe_difference, observable
 from .reference import ReferenceDriver, impl_config
 from .runner import replay
@@ -86,24 +88,86 @@ def _all_gone(procs) -> str:
 
 def stopped_rank_in_a_collective() -> str:
     """Rank 1 is SIGSTOPped before a collective round: rank 0's collective timeout fires,
-    the driver names rank 1 as stalled in that step, and close() kills it."""
+    the driver names rank 1 as stalled in that step, not before the grace the others get
+    after a failure (a lower bound: it holds at any load), and close() kills it."""
     cfg = model_file.load("wt-2r").config
     driver = ReferenceDriver(cfg, backend="gloo", timeout=2.0, driver_timeout=600.0)
     procs = list(driver.group._procs)
     model = Model(cfg)
     insert = next(a for a in model.actions(model.init_states()[0]) if a.name == "insert")
+    grace = 2.0 + 5.0  # after rank 0 fails: one collective timeout + 5 s for the others to report
     try:
         driver.apply(insert)
         os.kill(procs[1].pid, signal.SIGSTOP)
+        start = time.monotonic()
         try:
             driver.group.writing_check()
             return "writing_check returned with rank 1 stopped"
         except RemoteRankError as exc:
-            msg = str(exc)
+            waited, msg = time.monotonic() - start, str(exc)
         if "gloo rank(s) [1] stalled in writing_check" not in msg:
             return f"a stopped rank 1 is not named as stalled: {msg}"
+        if waited < grace:  # rank 0 fails after its 2 s collective timeout, then the grace runs
+            return f"rank 1 was named stalled {waited:.1f}s after the step began, within the {grace:g}s grace"
     finally:
         driver.close()
+    return _all_gone(procs)
+
+
+class FastClock:
+    """A monotonic clock the check sets: it runs ``speed`` times as fast as the real one,
+    so a bound of minutes passes in about a second."""
+
+    def __init__(self, speed: float):
+        self.speed, self.start = speed, time.monotonic()
+
+    def monotonic(self) -> float:
+        return self.start + (time.monotonic() - self.start) * self.speed
+
+
+def silent_rank_without_failure() -> str:
+    """Rank 1 is SIGSTOPped and the driver asks it alone for its snapshot: no rank fails,
+    so no grace applies, and the driver waits its default bound, 3 collective timeouts +
+    120 s (GlooHiCache's documented driver timeout), then names rank 1 and the bound,
+    never earlier (and before that, a step for a rank the group does not have is refused
+    by name). The driver's deadlines run on a clock 100x fast: 135 s in 1.35 s. Once
+    resumed, rank 1 answers and stops at close(): the launcher, which waits for the ranks'
+    results as long as they run, ends without an error."""
+    from tiercheck.impl.hicache import gloo
+
+    collective = 5.0
+    bound = 3 * collective + 120.0
+    group = _gloo("wt-2r", None, collective_timeout=collective)
+    procs = list(group._procs)
+    try:  # first, a one-rank step for a rank the group does not have: refused by name
+        group.write_dma_done(3)
+        problem = "write_dma_done ran on rank 3 of a 2-rank group"
+    except Exception as exc:  # noqa: BLE001 -- the verdict is the problem text
+        problem = "" if str(exc) == "no rank 3 (world size 2)" else (
+            f"a step for rank 3 of 2 is not refused by name: {type(exc).__name__}: {exc}")
+    if problem:
+        group.close()
+        return problem
+    clock = FastClock(100.0)
+    gloo.time = types.SimpleNamespace(monotonic=clock.monotonic)
+    os.kill(procs[1].pid, signal.SIGSTOP)
+    try:
+        start = clock.monotonic()
+        try:
+            group.snapshot()
+            return "snapshot returned with rank 1 stopped"
+        except RemoteRankError as exc:
+            waited, msg = clock.monotonic() - start, str(exc)
+    finally:
+        gloo.time = time
+        os.kill(procs[1].pid, signal.SIGCONT)  # it answers, then stops at close()
+        group.close()
+    if msg != f"gloo rank(s) [1] did not answer snapshot within {bound:g}s (--driver-timeout)":
+        return f"a silent rank is not named with the default driver timeout {bound:g}s: {msg}"
+    if waited < bound:
+        return f"the driver gave up on a silent rank after {waited:.0f}s, before its timeout {bound:g}s"
+    if group._launch_error is not None:  # the launcher waits for the ranks as long as they serve
+        return f"the gloo launcher gave up on ranks that answered until close(): {group._launch_error}"
     return _all_gone(procs)
 
 
@@ -278,6 +342,7 @@ def scenarios(tmp_dir):
     """(name, run) per fault; ``tmp_dir()`` gives a fresh store directory."""
     return [
         ("stopped rank in a collective", stopped_rank_in_a_collective),
+        ("silent rank without a failure", silent_rank_without_failure),
         ("slow rank start", lambda: slow_rank_start(tmp_dir())),
         ("rank never starts", lambda: rank_never_starts(tmp_dir())),
         ("flush past its deadline", lambda: flush_past_its_deadline(tmp_dir())),
@@ -285,4 +350,5 @@ def scenarios(tmp_dir):
         ("close with a read in flight", close_with_a_read_in_flight),
         ("close with a backup queued", close_with_a_backup_queued),
         ("prefetch terminated before its read", terminated_before_its_read),
+        ("store batch failing partway", store_faults.failed_batch_is_a_partial_backup),
     ]

@@ -20,7 +20,7 @@ from tiercheck.errors import UserError
 from tiercheck.spec.config import changed
 from tiercheck.spec.model import Model
 
-from . import counters
+from . import counters, halt_report
 from .refinement import concretize, refine
 from .serving import match_problems
 
@@ -98,6 +98,7 @@ class ReferenceDriver:
             self.group = LockstepHiCache(conf, cfg.ranks, storage, timeout=timeout)
         self.hung = ""
         self.halted = ""
+        self._halt_problems = []  # what the halt message got wrong (reported by the next verify)
         self._counters = [{} for _ in range(cfg.ranks)]  # each rank's metrics at the last verify
         self._started = None  # per rank, what the last step's prefetch_from_storage returned
         self._returned = None  # what the last step's call returned (per rank for group steps)
@@ -125,7 +126,17 @@ class ReferenceDriver:
             # A rank waited for peers that skipped the collective: the TP group hangs.
             self.hung = action.name
         except ReplicaDivergenceError as exc:
-            self.halted = str(exc) or action.name
+            self.halt(exc, action.name)
+
+    def halt(self, exc: ReplicaDivergenceError, what: str) -> None:
+        """A sync round found the replicas diverged: the group stopped. What it told the
+        user is checked against the ranks when they run in this process
+        (tiercheck.conformance.halt_report; the gloo ranks are other processes)."""
+        self.halted = str(exc) or what
+        ranks = getattr(self.group, "ranks", None)
+        if ranks:
+            self._halt_problems = halt_report.problems(str(exc), ranks, self.group.snapshot(store=False),
+                                                       self.group.cfg)
 
     def _perform(self, action):
         return self.group.apply(action.name, **concretize(self.model, action))
@@ -138,7 +149,8 @@ class ReferenceDriver:
 
     def verify(self):
         if self.hung or self.halted:
-            return []
+            out, self._halt_problems = self._halt_problems, []
+            return out
         return self.group.verify() + self._reported_problems()
 
     def _reported_problems(self) -> list:

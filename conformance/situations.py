@@ -26,7 +26,7 @@ from tiercheck.spec.model import Model
 from tiercheck.spec.prefetch import _anchor as prefetch_anchor
 from tiercheck.spec.prefetch import _held_from as held_from
 from tiercheck.spec.prefetch_end import revokes_ready
-from tiercheck.spec.write_path import insert_device_need
+from tiercheck.spec.write_path import insert_device_need, insert_on_rank
 
 from .counters import _page_state, rank_increments
 from .runner import replay
@@ -61,6 +61,7 @@ class Situation(NamedTuple):
     goal: Callable  # (model, s, a, t) -> bool
     probe: Optional[Callable] = None  # (model, t) -> an action the spec disables in t, applied after the trace
     overrides: tuple = ()  # (Config field, value) pairs changed from the shipped model
+    backend: str = "lockstep"  # the reference's backend in the mutation suite (gloo: one process per rank)
 
 
 def _prefetch_one_store(m, s, a, t) -> bool:
@@ -172,6 +173,37 @@ def _insert_evicted(m, s, a, t) -> bool:
     return a.name == "insert" and _increments(m, s, a, t)[DEVICE_EVICTED] >= 1
 
 
+def _fetched_inside_node(m, s, a, t) -> bool:
+    """A prefetch ends whose fetched run is cached already up to a page inside a node
+    (inserted since the prefetch started): the rank splits that node after the page, to
+    attach the rest of the run below it (when something is left to attach)."""
+    if a.name != "check_prefetch_progress" or t == s:
+        return False
+    rs, i = s.ranks[0], a["op"]
+    req, _anchor, k, _n = rs.pq[i]
+    completed = min(max(r.pdone[i], 0) for r in s.ranks)
+    fetched = m.pages.request_pages[req][k:k + completed]
+    have = next((j for j, p in enumerate(fetched) if rs.owner[p] < 0), len(fetched))
+    return have > 0 and rs.owner[fetched[have - 1]] != fetched[have - 1]
+
+
+def _prefetch_below_three(m, s, a, t) -> bool:
+    """A prefetch starts below an anchor at least three pages deep (the rank finds the
+    anchor's node by the last matched page, wherever the match ends)."""
+    return (a.name == "prefetch_from_storage" and len(t.ranks[0].pq) > len(s.ranks[0].pq)
+            and t.ranks[0].pq[-1][2] >= 3)
+
+
+def _backed_evict(m, s, a, t) -> bool:
+    """write_back: an eviction of a node with a host copy already (no rank needs a
+    write) while another node is host-only: the MIN of the ranks' (rank, pages) words is
+    the all-ones sentinel, as the wire carries it (on gloo a new int, not the constant
+    itself); a rank that took it for a size would run the host-eviction fallback."""
+    node = s.ranks[0].nodes[a["node"]] if a.name == "evict" else None
+    return (node is not None and node.host == HOST_RESIDENT and t != s
+            and any(n is not None and n.dev == DEV_ABSENT and n.host == HOST_RESIDENT for n in s.ranks[0].nodes))
+
+
 def _named(name: str):
     """A goal: a step of that action."""
     def goal(m, s, a, t) -> bool:
@@ -188,6 +220,16 @@ def _diverged_insert(m, s, a, t) -> bool:
                for p in m.pages.request_pages[a["req"]])
 
 
+def _diverged_node_keys(m, s, a, t) -> bool:
+    """An insert for which the diverged replicas would stage different nodes at the same
+    place of their lists (as many nodes each up to there): comparing how many nodes is not
+    enough, the ranks must compare which node (its key), and none stages it."""
+    if a.name != "insert" or t == s:
+        return False
+    mine, theirs = (insert_on_rank(m, rs, a["req"])[1] for rs in s.ranks)
+    return any(e != f for e, f in zip(mine, theirs))
+
+
 SITUATIONS = (
     Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
               overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
@@ -195,6 +237,9 @@ SITUATIONS = (
     Situation("lock a running request again", "request-locks-2r", (), _locked, _lock_again),
     Situation("unlock a request that is not running", "request-locks-2r", (), _locked, _unlock_idle),
     Situation("insert short of a CP lane only", "cp-planner-lanes-2r", (), _lane_short_insert, _lane_short),
+    # The same with two-token pages: a node's lanes follow its depth in pages, not tokens.
+    Situation("insert short of a CP lane only, two-token pages", "cp-planner-lanes-2r", (), _lane_short_insert,
+              _lane_short, overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6))))),
     Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),
     Situation("a revoked prefetch with an anchor retired", "wt-prefetch-revoke-1r", (), _retired_anchored,
               overrides=(("requests", ((1,), (1, 2), (3,))),)),
@@ -204,6 +249,19 @@ SITUATIONS = (
     Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
               overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
     Situation("a prefetch read fails", "wt-prefetch-fail-1r", (), _named("prefetch_read_fails")),
+    Situation("an eviction nobody needs to write, on gloo", "wb-2r", (), _backed_evict, backend="gloo"),
+    Situation("a prefetch below a three-page match", "wt-prefetch-1r", (), _prefetch_below_three,
+              overrides=(("requests", ((1, 2, 3, 4), (1, 2, 3), (5, 6, 7))), ("device_pages", 4), ("host_pages", 4),
+                         ("faults", frozenset()))),
+    Situation("a fetched run cached up to inside a node", "wt-prefetch-1r", (), _fetched_inside_node,
+              overrides=(("requests", ((1, 2, 3), (1,), (4,))), ("device_pages", 3), ("host_pages", 3),
+                         ("faults", frozenset()))),
+    # The same up to the node's second page: an odd offset, and the split node's end hash
+    # and the page's compare the other way round (an order test in place of != would
+    # pass one of the two).
+    Situation("a fetched run cached up to a node's second page", "wt-prefetch-1r", (), _fetched_inside_node,
+              overrides=(("requests", ((1, 2, 3), (1, 2), (4,))), ("device_pages", 3), ("host_pages", 3),
+                         ("faults", frozenset()))),
 )
 
 # Situations only a catalogued bug leads to (a bug model's own variants): replayed with
@@ -213,6 +271,8 @@ SITUATIONS = (
 # must refuse to stage what they disagree on, as the spec's write_backup does.
 TWIN_SITUATIONS = (
     Situation("an insert the diverged replicas disagree on", "variants/lru-local-clock", (), _diverged_insert),
+    Situation("an insert the diverged replicas stage different nodes for", "variants/lru-local-clock", (),
+              _diverged_node_keys, overrides=(("requests", ((1,), (2,), (3,), (1, 4))),)),
 )
 
 

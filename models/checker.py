@@ -138,6 +138,9 @@ class Checker:
                 if found:
                     res.violations[p.name] = found
         res.verdicts = verdicts.decide(self.props, res.violations, res.complete, self.sym is not None, diverged)
+        cut = search.expanded.count(0)
+        if cut:
+            res.notes.append(verdicts.bounds_note(m, cut))
         if diverged is not None:
             res.notes.append(verdicts.diverged_note(diverged))
         return res

@@ -229,6 +229,8 @@ def _verdicts(m, props, run, sym, res: Result) -> None:
             if found:
                 res.violations[p.name] = found
     res.verdicts = verdicts.decide(props, res.violations, res.complete, sym is not None, diverged)
+    if run.unexpanded:
+        res.notes.append(verdicts.bounds_note(m, len(run.unexpanded)))
     if diverged is not None:
         res.notes.append(verdicts.diverged_note(diverged))
 

@@ -174,12 +174,13 @@ def parse(raw: dict, path: str = "<model>") -> ModelFile:
         if x not in BY_NAME:
             known = ", ".join(BY_NAME)
             raise err("check.properties", f"unknown property {x!r} (known: {known})")
-    if "host_channel" in props:
+    channel = [x for x in ("host_channel", "host_channel_fair") if x in props]
+    if channel:
         largest = max(cfg.pages_of(r) for r in cfg.requests)
         if cfg.host_free_target < largest:
             raise err(
                 "model.host_free_target",
-                f"is {cfg.host_free_target}, but host_channel needs it >= the longest request "
+                f"is {cfg.host_free_target}, but {channel[0]} needs it >= the longest request "
                 f"({largest} pages): mirror release only releases up to the target, so a larger "
                 f"waiting node could never be admitted",
             )
@@ -240,6 +241,12 @@ def _check_consistent(cfg: Config, err) -> None:
         raise err("model.requests", "a request longer than 16 pages is out of reach for exhaustive checking")
     if min(cfg.pages_of(r) for r in cfg.requests) < 1:
         raise err("model.requests", f"a request shorter than page_size ({cfg.page_size} tokens) caches no page")
+    shortest = min(cfg.pages_of(r) for r in cfg.requests)
+    if shortest > cfg.device_pages:
+        # insert needs device room for the request's pages (CP lanes split the pool the way
+        # a request's pages split, so an empty pool that holds them holds each lane's share).
+        raise err("model.device_pages", f"is {cfg.device_pages}, but the shortest request caches {shortest} pages: "
+                  f"no request ever fits the device pool, so nothing can happen (one state)")
     for fault in ("partial_storage", "store_loss"):
         if fault in cfg.faults and not cfg.storage:
             raise err("model.faults", f"{fault!r} needs storage = true")

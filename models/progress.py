@@ -29,9 +29,13 @@ def check(m, graph, prop, limit: int = 1) -> List[Tuple[int, object]]:
     pending = graph.obligations(prop)
     met = graph.met(prop, list(pending))
     depth = graph.depth
+    # A state past the model's bounds (Model.constraint) was not expanded: its future is
+    # unknown, so a path into it may meet the obligation; it is no counterexample either.
+    # (The correct protocol can reach the bounds: request locks past max_lock.)
+    unknown = ~graph.expanded
     found = []
     for order, (key, holders) in enumerate(pending.items()):
-        good = graph_algo.reach(n, rsrc, rdst, np.flatnonzero(met[key]))
+        good = graph_algo.reach(n, rsrc, rdst, np.flatnonzero(met[key] | unknown))
         for i in holders:
             if not good[i]:
                 found.append((int(depth[i]), order, i, key))

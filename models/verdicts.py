@@ -85,7 +85,17 @@ def diverged_note(diverged: int) -> str:
     )
 
 
+def bounds_note(m, cut: int) -> str:
+    """The note for a search that met states past the model's bounds (Model.constraint)."""
+    return (
+        f"{cut:,} reached states lie past the model's bounds (a lock or host reference count over "
+        f"max_lock = {m.cfg.max_lock}, or a pool count out of range) and were not expanded; progress and "
+        "liveness verdicts do not look past them (a correct protocol reaches them only with max_lock too "
+        "small: raise it)"
+    )
+
+
 __all__: List[str] = [
     "UNCHECKED_SYMMETRY", "UNSOUND_SYMMETRY", "SYMMETRY_GRAPH_NOTE", "safety_violations", "graph_violations", "decide",
-    "first_diverged", "diverged_note",
+    "first_diverged", "diverged_note", "bounds_note",
 ]

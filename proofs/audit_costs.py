@@ -3,11 +3,11 @@ process, one job after another); proofs/schedule.py orders the pool's jobs by th
 Regenerate after moving obligations between jobs; a job missing here gets a default."""
 
 COSTS = {
-    'check_prefetch_progress/agree': 1.01,
-    'check_prefetch_progress/diverged': 1.74,
+    'check_prefetch_progress/agree': 0.41,
+    'check_prefetch_progress/diverged': 0.57,
     'check_prefetch_progress/unbounded': 5.36,
-    'drain_storage_control_queues/agree': 4.67,
-    'drain_storage_control_queues/diverged': 0.66,
+    'drain_storage_control_queues/agree': 0.56,
+    'drain_storage_control_queues/diverged': 0.32,
     'drain_storage_control_queues/unbounded': 0.05,
     'evict/agree': 1.12,
     'evict/diverged': 0.02,

@@ -22,10 +22,11 @@ import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
 from . import epr_counting as count
-from . import epr_locks
+from . import epr_href, epr_locks, epr_prefetch, epr_registry
+from .epr_drain import TARGETS as DRAIN_TARGETS, drain_params, drain_round, flag_facts, prefetch_counts, prefetch_tail
 from .epr_properties import UPROPS, b_, can_reclaim_duplicate, holds_device_slot, node_has_page
 from .forest import PageSort, SlotSort, forall, fresh_page
-from .paged import PAGE_FIELDS, QUEUE_PAGES, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
+from .paged import DRAIN_PAGES, PAGE_FIELDS, QUEUE_PAGES, REGISTRY, SCALAR_FIELDS, SHARED, SLOT_FIELDS, Paged
 
 _ids = itertools.count()
 
@@ -236,6 +237,7 @@ def _split(u, v: Paged, c, cond=True) -> Paged:
         new["dslot"] = lambda p: z3.If(shift(p), v.dslot(above(p)), v.dslot(p))
     out = v.update(**new).named("split", u.facts)
     epr_locks.same_counts(u, out, c, x)
+    epr_href.split(u, v, split, c, href)
     return out
 
 
@@ -408,9 +410,11 @@ def check_prefetch_progress(u, v: Paged, a) -> Paged:
     out = v2.set_node(release, href=lambda x: v2.href(x) - 1)
     out = out.update(anchored=lambda x: z3.If(z3.And(a["has_anchor"], x == anc), shared, v2.anchored(x)))
     out = reads_settle(u, out, a)
-    # the vote's hang and the released tail's queue entry (not followed)
-    return havoc_scalars(out, "check", "hung", "relq_n", "relq_sum", "r0_relq_n", "r0_relq_sum").named(
-        "released", u.facts)
+    # the vote's hang and the released tail's queue entry (proofs.epr_drain)
+    out = havoc_scalars(out, "check", "hung", "relq_n", "relq_sum", "r0_relq_n", "r0_relq_sum")
+    tail = prefetch_tail(u, v, out)
+    out = prefetch_counts(u, out, lambda p: z3.And(seg(p), v.cached(p)), new, tail)  # the counters
+    return out.named("released", u.facts)
 
 
 def lock_params(u) -> Dict:
@@ -471,9 +475,10 @@ def load_dma_done(u, v: Paged, a) -> Paged:
 
 def backup_done(u, v: Paged, a) -> Paged:
     """storage_backup_done: the head backup's ack (its pages, a free set, are no longer
-    in flight) and the store's shard bits."""
+    in flight), the store's shard bits and the acked chains' prefixes (proofs.epr_drain)."""
     x = choice("acked")
-    return havoc(v.update(sfly=lambda p: z3.And(v.sfly(p), z3.Not(x(p)))), "store", "store").named("acked", u.facts)
+    return havoc(v.update(sfly=lambda p: z3.And(v.sfly(p), z3.Not(x(p)))), "store", "store", "sacked", "srep",
+                 "sstored").named("acked", u.facts)
 
 
 def reads_settle(u, v: Paged, a) -> Paged:
@@ -509,6 +514,7 @@ def initial(u, v: Paged, a) -> Paged:
     """initial_state: nothing cached, no durable marks, an empty store."""
     false = lambda p: z3.BoolVal(False)
     return v.update(cached=false, durable=false, store=false, dfree=lambda x: z3.BoolVal(True), lanch=false, runs=false,
+                    **{n: false for n in DRAIN_PAGES},
                     **{q: false for q in QUEUE_PAGES}, pfreed=z3.BoolVal(False),
                     planned=z3.BoolVal(False), plan_wf=z3.BoolVal(True), hung=z3.IntVal(0), halted=z3.IntVal(0),
                     **{n: z3.BoolVal(True) for n in REGISTRY},
@@ -525,45 +531,6 @@ def unchanged(u, v: Paged, a) -> Paged:
 def store_changes(u, v: Paged, a) -> Paged:
     """store_lose: only the store's shard bits change."""
     return havoc(v, "store", "store")
-
-
-def drain_round(u, v: Paged, a) -> Paged:
-    """drain_storage_control_queues: acks and retired prefetches drop host references, a
-    committed plan releases the host copies of some redundant mirrors, acks add durable
-    marks on cached pages and a bounded LRU drops some; the tree, the locks and every
-    device copy stay.
-
-    The references after the round are not computed (they are counts), only bounded by
-    what href_accounting and backup_queue at the pre-state (part of the audit's Inv)
-    give for every page count: a live node's count stays >= 0 (the round subtracts, per
-    node, the acked backups covering it and the retired prefetches anchored at it, each
-    of which the count included), and a node with a page under a backup whose ack has
-    not come keeps >= 1 (that backup stays in sq and covers the node: entries cover
-    whole nodes). A released mirror is a release candidate when the round commits it
-    (spec/host_eviction.py is_redundant_mirror, mirror release on): device and host
-    resident, every page durable (before the round's marks, or after them for the
-    variants that mark first), unlocked, unreferenced after the acks and not pending a
-    load-back (release-busy: not checked)."""
-    released = choice("released")
-    out = havoc(v.set_node(released, host=lambda x: z3.IntVal(ABSENT), rel=lambda x: z3.BoolVal(True)),
-                "drain", "href", "durable")
-    busy_ok = lambda x: z3.BoolVal(True) if u.cfg.has("release-busy") else z3.And(
-        v.lock(x) == 0, out.href(x) == 0, z3.Not(v.lbp(x)))
-    u.facts.append(forall(lambda x: z3.Implies(released(x), z3.And(
-        b_(u.cfg.mirror_release_on()), v.live(x), v.dev(x) == RESIDENT, v.host(x) == HOST_RESIDENT, busy_ok(x),
-        forall(lambda p: z3.Implies(node_has_page(u, v, x, p), z3.Or(v.durable(p), out.durable(p))))))))
-    u.facts.append(forall(lambda x: z3.Implies(v.live(x), out.href(x) >= 0)))
-    u.facts.append(forall(lambda p: z3.Implies(z3.And(v.sfly(p), v.cached(p)), out.href(v.own(p)) >= 1)))
-    # revoked prefetches retired: their anchors may stop being anchored
-    kept = choice("still_anchored")
-    out = out.update(anchored=lambda x: z3.And(v.anchored(x), kept(x)))
-    # the round's plan, fail-close and halt outcome (not followed); which backups are in
-    # flight is unchanged (the acked ones leave sq), this rank's reads stay what they
-    # are, and retiring settled prefetches starts no read into freed slots
-    out = havoc_scalars(out, "drain", *(f for f in SCALAR_FIELDS if f not in ("hung", "reads", "pfreed")))
-    out = reads_settle(u, out, a)
-    u.facts.append(forall(lambda p: z3.Implies(out.durable(p), v.cached(p))))
-    return out.named("drained", u.facts)
 
 
 def _committed(u, v: Paged, done_rel: str, name: str):
@@ -671,8 +638,8 @@ UACTIONS: Dict[str, UAction] = {a.name: a for a in [
     UAction("store_lose", no_params, store_changes, ALL),
     # lock decrements need lock_accounting (queue contents) for counter_sanity
     # what the tree, the device copies, the released mirrors and the references' bounds
-    # decide (the plan's own scalars, the marks' acks: bounded)
-    UAction("drain_storage_control_queues", no_params, drain_round,
+    # decide (the plan round, the marks, the release queue, the counters: proofs.epr_drain)
+    UAction("drain_storage_control_queues", drain_params, drain_round,
             ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed", "slot_ownership",
              "device_closed", "no_ghost", "node_fields", "durable_cached", "locked_never_evicted",
              "no_collective_hang",  # the drain round halts, never hangs
@@ -701,8 +668,13 @@ def effect(u, name: str, pre: Paged, params) -> Paged:
         u.facts += [pre.hung == 0, pre.halted == 0]
     count.begin(u)
     post = count.settle(u, name, pre, UACTIONS[name].effect(u, pre, params))
-    if name in REGISTRY_WRITERS:
+    flag_facts(u, name, pre, post)
+    if name in epr_registry.ACTIONS:  # the registry scalars from the pre-state's (proofs.epr_registry)
+        post = epr_registry.step(u, name, pre, post)
+    elif name in REGISTRY_WRITERS:
         post = havoc_scalars(post, "registry", *REGISTRY)
+    post = epr_href.step(u, name, pre, post, params)  # backups and prefetches by page (proofs.epr_href)
+    post = epr_prefetch.step(u, name, pre, post, params)  # the prefetches' done counts and flags
     # a step that evicts first slot-steps the eviction itself (epr_sched_evict._slotted)
     return slot_step(u, params.get("slot_base", pre), post) if u.slots and name != "init" else post
 
@@ -710,6 +682,19 @@ def effect(u, name: str, pre: Paged, params) -> Paged:
 # slot_conservation where the counters are followed (proofs.epr_counting)
 for _name in count.COUNTED:
     UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("slot_conservation",))
+# the sync rounds' collective outcomes (proofs.epr_drain)
+for _name, _targets in DRAIN_TARGETS.items():
+    UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + _targets)
 # lock_accounting where the lock counts are followed (proofs.epr_locks)
 for _name in epr_locks.ACTIONS:
     UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("lock_accounting",))
+# registry where the registry scalars are followed (proofs.epr_registry)
+for _name in epr_registry.ACTIONS:
+    if "registry" not in UACTIONS[_name].targets:
+        UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("registry",))
+# href_accounting where backups and prefetches are followed by page (proofs.epr_href)
+for _name in epr_href.ACTIONS:
+    UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("href_accounting",))
+# prefetch_queue where the prefetches are followed by page (proofs.epr_prefetch)
+for _name in epr_prefetch.ACTIONS:
+    UACTIONS[_name] = UACTIONS[_name]._replace(targets=UACTIONS[_name].targets + ("prefetch_queue",))

@@ -20,12 +20,13 @@ from .epr_obligations import UCtx, covered
 from .epr_sched_evict import bind_short
 from .epr_properties import UHYPOTHESES, UPROPS, device_leaves, holds_device_slot
 from .forest import Forest, PageSort, SlotSort, forall, ground
-from .paged import NODE_FIELDS, QUEUE_PAGES, SCALAR_FIELDS, from_rank, queue_pages
+from .epr_drain import bind as bind_round, drain_pages
+from .paged import DRAIN_PAGES, NODE_FIELDS, QUEUE_PAGES, SCALAR_FIELDS, from_rank, queue_pages
 
 
 def _lift(m, s, r, u, pages):
     return from_rank(s.ranks[r], s.store[r], pages, u.slot_consts, s.hung, s.halted, s.ranks[0],
-                     queue_pages(m, s.ranks[r], r))
+                     {**queue_pages(m, s.ranks[r], r), **drain_pages(m, s, r)})
 
 
 def _base(m):
@@ -92,7 +93,7 @@ def same_view(u, a, b):
             z3.Implies(live, z3.And(*[getattr(a, f)(p) == getattr(b, f)(p) for f in NODE_FIELDS])),
             a.durable(p) == b.durable(p), a.store(p) == b.store(p),
             z3.Implies(z3.And(u.slots, holds_device_slot(a, p)), a.dslot(p) == b.dslot(p)),
-            *[a.f[n](p) == b.f[n](p) for n in (*QUEUE_PAGES, "lanch", "runs")],
+            *[a.f[n](p) == b.f[n](p) for n in (*QUEUE_PAGES, "lanch", "runs", *DRAIN_PAGES)],
             z3.Implies(a.runs(p), a.rlock(p) == b.rlock(p)),
         )
 
@@ -142,6 +143,7 @@ def transition_values(m, s, a, t, r: int) -> Dict[str, bool]:
     """Every unbounded transition property on rank r of the explicit step s -a-> t."""
     u, pages, facts, pre, params, _post = step_setup(m, s, r, a.name)
     target, tf = _lift(m, t, r, u, pages)
-    base = facts + u.facts + tf + _bind_held(m, s, a, params, pages) + bind_short(m, s, a, params)
+    base = facts + u.facts + tf + _bind_held(m, s, a, params, pages) + bind_short(m, s, a, params) + bind_round(
+        m, s, a, r, params, pages)
     return _all_hold(pages, base, {n: p.fn(u, pre, target, params) for n, p in UPROPS.items()
                                    if p.kind == "transition" and covered(n, a.name)}, u.slot_consts)

@@ -206,10 +206,12 @@ def balance(u, pre: Paged, post: Paged, pool: str, entries: List[Entry]):
 # --- the steps ---------------------------------------------------------------------------------
 
 # The steps whose counter updates are followed (through ``moved`` in proofs.epr_actions,
-# or none: the counters carried); every other step leaves them free (check_prefetch_progress,
-# the drain round and load_back move them by queue contents the view does not hold).
+# or none: the counters carried; check_prefetch_progress and the drain round through
+# proofs.epr_drain); every other step leaves them free (load_back moves them by the
+# planner's victims, which the view does not hold).
 COUNTED = ("init", "evict", "insert", "prefetch_from_storage", "writing_check", "loading_check",
-           "lock_request", "unlock_request", "prefetch_timeout", "prefetch_read_fails", "prefetch_revoke")
+           "lock_request", "unlock_request", "prefetch_timeout", "prefetch_read_fails", "prefetch_revoke",
+           "check_prefetch_progress", "drain_storage_control_queues")  # the last two: proofs.epr_drain
 
 
 def begin(u) -> None:

@@ -27,7 +27,7 @@ from .epr_actions import UACTIONS, effect
 from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, counting_facts, exact
 from .epr_frame import READS, frame
 from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
-from . import epr_queues
+from . import epr_drain, epr_href, epr_prefetch, epr_queues
 from .epr_queues import covered as queues_covered
 from .forest import Forest, PageSort, finite_model
 from .paged import read_rank, symbolic, values_to_rank
@@ -74,7 +74,8 @@ def covered(target: str, action: str) -> bool:
     from .epr_rank_agreement import covered as pair_covered
 
     return (action in COVERED_ACTIONS and target in UACTIONS[action].targets or frame(target, action)
-            or queues_covered(target, action) or pair_covered(target, action) or planner_covered(target, action))
+            or queues_covered(target, action) or pair_covered(target, action) or epr_href.covered(target, action)
+            or epr_prefetch.covered(target, action) or planner_covered(target, action))
 
 
 class USetup(NamedTuple):
@@ -113,7 +114,12 @@ _QUEUE_ACTIONS = ("writing_check", "loading_check", "check_prefetch_progress")
 def hypotheses(su: USetup, target: str, action: str) -> list:
     if target in epr_queues.UQPROPS:  # queue entries (proofs.epr_queues)
         return epr_queues.hypotheses(su)
+    if target in epr_href.TARGETS or target in epr_prefetch.TARGETS:  # by page (proofs.epr_href, epr_prefetch)
+        extra = [h(su.u, su.pre) for h in UHYPOTHESES.values()] if action in _QUEUE_ACTIONS else []
+        mine = epr_href.hypotheses(su) if target in epr_href.TARGETS else epr_prefetch.hypotheses(su)
+        return mine + extra
     out = [h(su.u, su.pre) for h in COUNT_HYPOTHESES.values()] if target in TARGETS else []
+    out += epr_drain.hypotheses(su, target, action)  # the sync rounds' outcomes (proofs.epr_drain)
     if target in ("no_use_after_free", "counter_sanity") or action in _QUEUE_ACTIONS:
         return out + [h(su.u, su.pre) for h in UHYPOTHESES.values()]
     return out
@@ -122,6 +128,10 @@ def hypotheses(su: USetup, target: str, action: str) -> list:
 def goal(su: USetup, target: str):
     if target in epr_queues.UQPROPS:
         return epr_queues.goal(su, target)
+    if target in epr_href.TARGETS:
+        return epr_href.goal(su, target)
+    if target in epr_prefetch.TARGETS:
+        return epr_prefetch.goal(su, target)
     p = UPROPS[target]
     if p.kind == "invariant":
         return p.fn(su.u, su.post)
@@ -135,6 +145,7 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
     su.solver.set("timeout", timeout_ms)
     su.solver.push()
     counted = target in TARGETS
+    sized = counted or target in epr_href.TARGETS or target in epr_prefetch.TARGETS  # names set sizes
     if counted:
         su.solver.add(*counting_facts(su.u), *[UPROPS[n].fn(su.u, su.pre) for n in TARGETS])
     known = len(su.u.facts)
@@ -146,10 +157,10 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
         su.solver.add(*su.u.facts[known:], negated)  # facts the goal named (set sizes)
         res = su.solver.check()
         model = su.solver.model() if res == z3.sat else None
-        if res == z3.unknown or (res == z3.sat and counted):
+        if res == z3.unknown or (res == z3.sat and sized):
             # with set sizes, a model of the abstraction may give a size no finite set has:
             # the counterexample is searched for with every size exact (epr_counting.exact)
-            model = finite_model(list(su.solver.assertions()), extra=exact(su.u) if counted else None)
+            model = finite_model(list(su.solver.assertions()), extra=exact(su.u) if sized else None)
             res = z3.sat if model is not None else z3.unknown
     cti = extract(su, model, target, action) if model is not None else None
     su.solver.pop()

@@ -241,17 +241,13 @@ def queue_pages(u, v):
 
 # --- consensus and durability, at the steps that leave them to the drain round -------------
 # Only the drain round releases mirrors, writes the plan and the fail-closed flag, and
-# adds durable marks (from its acks); the page-sorted encoding holds neither plans' nor
-# acks' contents, so these obligations are decided here for every other step, the drain
-# round's stay bounded (epr_actions.UACTIONS targets). ``a["action"]``: the step's name.
+# adds durable marks (from its acks); these obligations are decided here for every other
+# step, and the drain round's and the sync rounds' digest check over the plan and ack
+# relations and the round's collective choices of proofs.epr_drain. ``a["action"]``:
+# the step's name.
 
 DRAIN = "drain_storage_control_queues"
 SYNC_ROUNDS = ("writing_check", "loading_check", DRAIN)  # proofs.protocol.SYNC_ROUNDS
-
-
-def _not_at(a, actions, name):
-    if a["action"] in actions:
-        raise ValueError(f"{name} under {a['action']} needs state the page-sorted encoding does not hold")
 
 
 def released(u, s, t, e):
@@ -262,14 +258,21 @@ def released(u, s, t, e):
 
 
 def release_after_consensus(u, s, t, a):
-    """Off the drain round: no mirror is released at all."""
-    _not_at(a, (DRAIN,), "release_after_consensus")
+    """Off the drain round: no mirror is released at all (the drain: proofs.epr_drain)."""
+    if a["action"] == DRAIN:
+        from . import epr_drain
+
+        return epr_drain.release_after_consensus(u, s, t, a)
     return forall(lambda e: z3.Not(released(u, s, t, e)))
 
 
 def mismatch_fail_closes(u, s, t, a):
-    """A statement about drain rounds only (proofs.protocol: no part elsewhere)."""
-    _not_at(a, (DRAIN,), "mismatch_fail_closes")
+    """A statement about drain rounds only (proofs.protocol: no part elsewhere; the
+    drain: proofs.epr_drain)."""
+    if a["action"] == DRAIN:
+        from . import epr_drain
+
+        return epr_drain.mismatch_fail_closes(u, s, t, a)
     return z3.BoolVal(True)
 
 
@@ -278,14 +281,22 @@ def fail_closed_is_final(u, s, t, a):
 
 
 def reclaim_digest_checked(u, s, t, a):
-    """A statement about sync rounds only (proofs.protocol: no part elsewhere)."""
-    _not_at(a, SYNC_ROUNDS, "reclaim_digest_checked")
+    """A statement about sync rounds only (proofs.protocol: no part elsewhere; the
+    rounds: proofs.epr_drain)."""
+    if a["action"] in SYNC_ROUNDS:
+        from . import epr_drain
+
+        return epr_drain.reclaim_digest_checked(u, s, t, a)
     return z3.BoolVal(True)
 
 
 def durable_only_when_acked(u, s, t, a):
-    """Off the drain round (the only step that reads acks): no page becomes durable."""
-    _not_at(a, (DRAIN,), "durable_only_when_acked")
+    """Off the drain round (the only step that reads acks): no page becomes durable (the
+    drain: proofs.epr_drain)."""
+    if a["action"] == DRAIN:
+        from . import epr_drain
+
+        return epr_drain.durable_only_when_acked(u, s, t, a)
     return forall(lambda p: z3.Implies(t.durable(p), s.durable(p)))
 
 

@@ -41,7 +41,20 @@ PAGE_FIELDS: Dict[str, object] = {
     # anchor of an H->D copy in lq; ``runs``, the request ending at the page is running,
     # ``rlock`` the node end its lock names (RankState.running)
     "lanch": B, "runs": B, "rlock": PageSort,
+    # backups and prefetches named by pages, for href_accounting (proofs.epr_href): the
+    # page is on an sq entry's chain; a prefetch of the request ending at the page is in
+    # pq, whether it has an anchor, the anchor's end page
+    "scov": B, "pfq": B, "phas": B, "panc": PageSort,
+    # and that prefetch's done count and flags (proofs.epr_prefetch): done != NOT_DONE,
+    # done = 0, else its last done page; TIMED_OUT, REVOKED, TERMINATED, FREED
+    "pdn": B, "pzero": B, "pdl": PageSort, "pto": B, "prev": B, "pterm": B, "pfre": B,
+    # the drain round (proofs.epr_drain, ``DRAIN_PAGES``): the page is in this rank's plan
+    # (an entry's end page); on an acked backup's chain (sq[:len(sdone)]); inside the prefix
+    # this rank takes as completed (its reported count, a single writer's under MLA);
+    # inside the prefix the writer stored (its actual count)
+    "inplan": B, "sacked": B, "srep": B, "sstored": B,
 }
+DRAIN_PAGES = ("inplan", "sacked", "srep", "sstored")
 # Per-slot state of the device pool (Config ``slots``): the free set, RankState.dfree.
 SLOT_FIELDS: Dict[str, object] = {"dfree": B}
 # Scalars: the rank's release plan (RankState.plan: nonempty, and well formed: strictly
@@ -54,7 +67,8 @@ SLOT_FIELDS: Dict[str, object] = {"dfree": B}
 SHARED = {"closed": B, "mismatch": I, "relq_n": I, "relq_sum": I}
 # The duplicate registry and the reclaimed-victim list (RankState.dups, digest): empty,
 # and well formed (distinct page ids); written by the steps in epr_actions.REGISTRY_WRITERS.
-REGISTRY = {"dups_wf": B, "dups_empty": B, "digest_wf": B, "digest_empty": B}
+REGISTRY = {"dups_wf": B, "dups_empty": B, "digest_wf": B, "digest_empty": B,
+            "digest_r0": B}  # this rank's victim list is the first rank's (reclaim_digest_checked)
 # ``reads``: this rank's backups read host pages (not a single-writer follower: static);
 # ``pfreed``: some prefetch read is in flight into host slots already freed
 # (spec/prefetch_end.py read_into_freed).
@@ -158,7 +172,8 @@ def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = ""
              v.hung == HUNG[hung], v.halted == HALT_WHERE[halted]]
     wf = lambda xs: len(set(xs)) == len(xs) and all(0 <= e < len(pages) for e in xs)
     facts += [v.dups_wf == wf(rs.dups), v.dups_empty == (not rs.dups),
-              v.digest_wf == wf(rs.digest), v.digest_empty == (not rs.digest)]
+              v.digest_wf == wf(rs.digest), v.digest_empty == (not rs.digest),
+              v.digest_r0 == (rs.digest == (r0 or rs).digest)]
     for pre, x in (("", rs), ("r0_", r0 or rs)):
         facts += [v.f[pre + "closed"] == x.closed, v.f[pre + "mismatch"] == x.mismatch,
                   v.f[pre + "relq_n"] == len(x.relq), v.f[pre + "relq_sum"] == sum(x.relq)]
@@ -167,7 +182,8 @@ def from_rank(rs, store_mask: int, pages: List, slots: List = (), hung: str = ""
     facts += [v.dev_free == rs.dev_free, v.host_free == rs.host_free, v.pq_held == held_by_prefetches(rs)]
     q = queues or {}
     facts += [v.reads == bool(q.get("reads", True)), v.pfreed == bool(q.get("pfreed", False))]
-    facts += [v.f[n](c) == (p in q.get(n, ())) for n in (*QUEUE_PAGES, "lanch", "runs") for p, c in enumerate(pages)]
+    facts += [v.f[n](c) == (p in q.get(n, ())) for n in (*QUEUE_PAGES, "lanch", "runs", *DRAIN_PAGES)
+              for p, c in enumerate(pages)]
     facts += [v.rlock(pages[p]) == pages[e] for p, e in q.get("rlock", {}).items()]
     if rs.dslot:
         facts += [v.dfree(x) == bool(rs.dfree >> i & 1) for i, x in enumerate(slots)]

@@ -566,11 +566,15 @@ def planning_ranks(cfg) -> bool:
 def host_channel_applies(cfg) -> bool:
     """Liveness of the host channel is promised for a storage tier that does not fail
     backups: after a failed backup seed 000 keeps the mirror by design (see
-    models/library/findings/mirror-pinned-after-failed-backup.toml). A target below the
+    models/library/findings/mirror-pinned-after-failed-backup.toml). Nor with prefetch:
+    a node prefetched back from storage has a host copy of stored pages but no durable
+    marks (only backup acks mark), so its mirror is never released
+    (findings/mirror-pinned-after-prefetch.toml). A target below the
     longest request makes the channel unprovable by construction (model files reject
     that combination when host_channel is asked for explicitly)."""
     admits_longest = cfg.host_free_target >= max(cfg.pages_of(r) for r in cfg.requests)
-    return cfg.storage and cfg.mirror_release and "partial_storage" not in cfg.faults and admits_longest
+    return (cfg.storage and cfg.mirror_release and "partial_storage" not in cfg.faults and not cfg.prefetch
+            and admits_longest)
 
 
 def evictions_can_finish(cfg) -> bool:

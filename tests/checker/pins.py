@@ -101,6 +101,7 @@ EXPECTED = {
     "variants/split-write-lock-leak": (138, {"lock_release"}),
     "findings/mirror-pinned-after-failed-backup": (11296, {"host_channel"}),
     "findings/age-gate-restage-starves-backup": (1006, {"host_channel_fair"}),
+    "findings/mirror-pinned-after-prefetch": (208, {"host_channel"}),  # docs/random-models.md
     # Seed 004 as shipped (spec/shipped.py): every model switches on all its behaviours;
     # `tiercheck attribute` says which one breaks what.
     "seed004/wt-alloc-2r": (19, {"rank_agreement"}),

@@ -51,13 +51,15 @@ def test_coverage_table_and_not_applicable_actions(capsys):
 
 
 def test_never_enabled_actions_are_flagged(capsys, tmp_path):
-    # Device pool too small for either request: nothing but the initial state.
+    # No host pool: the request is inserted and evicted, but never written to the host nor
+    # loaded back. (A device pool that no request fits is refused by the loader.)
     path = tmp_path / "tiny.toml"
-    path.write_text("[model]\nrequests = [[1, 2, 3]]\ndevice_pages = 2\nhost_pages = 3\n")
+    path.write_text("[model]\nrequests = [[1, 2]]\ndevice_pages = 2\nhost_pages = 0\n")
     rc, out, _err = _check(capsys, str(path))
     assert rc == 0
     line = next(x for x in out.splitlines() if "warning: actions never enabled" in x)
-    assert "insert" in line and "evict" in line and "prefetch_io" not in line
+    assert "write_dma_done" in line and "load_back" in line
+    assert "insert" not in line and "evict" not in line and "prefetch_io" not in line
 
 
 def test_all_violations_writes_each_counterexample(capsys, tmp_path):

@@ -208,3 +208,19 @@ def test_a_running_request_finishing_is_in_flight_work_for_progress():
     m = Model(Config(requests=((1,), (2,)), device_pages=2, host_pages=1, policy="write_back", request_locks=True))
     _c, res = explore(m, ["eviction_progress", "lock_release"])
     assert res.verdicts == {"eviction_progress": "holds", "lock_release": "holds"}
+
+
+def test_progress_does_not_judge_states_past_the_bounds():
+    # Found by benchmarks/random_models.py (docs/random-models.md): with request locks a
+    # node is locked by each running request and by its write, past max_lock; the search
+    # checks but does not expand such states, and eviction_progress reported them as
+    # states from which no evict() ever frees a page (the evict was just not explored).
+    from tiercheck.spec.config import Config
+
+    cfg = Config(requests=((1,), (1, 2)), device_pages=2, host_pages=2, request_locks=True, max_lock=2)
+    c, res = explore(Model(cfg), ["eviction_progress"])
+    assert c.search.expanded.count(0) > 0
+    assert res.verdicts["eviction_progress"] == "holds"
+    assert any("past the model's bounds" in n for n in res.notes)
+    c, res = explore(Model(replace(cfg, max_lock=4)), ["eviction_progress"])
+    assert c.search.expanded.count(0) == 0 and res.verdicts["eviction_progress"] == "holds" and not res.notes

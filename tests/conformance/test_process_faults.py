@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tiercheck.conformance import process_faults as pf
+from tiercheck.conformance import store_faults
 
 
 def test_a_page_rewritten_in_the_store_fails_the_self_check():
@@ -58,3 +59,17 @@ def test_a_backup_still_queued_at_close_never_writes_to_the_store(monkeypatch):
     monkeypatch.setattr(StorageWorker, "close", lambda self, drain=True, timeout=None: close(self, True, timeout))
     assert pf.guarded(pf.close_with_a_backup_queued) == (
         "the store got 1 write(s) for a backup still queued at close()")
+
+
+@pytest.mark.gloo
+def test_a_rank_silent_without_a_failure_is_named_at_the_default_driver_timeout():
+    assert pf.guarded(pf.silent_rank_without_failure) == ""
+
+
+def test_a_store_batch_failing_partway_is_the_spec_partial_backup(monkeypatch):
+    assert pf.guarded(store_faults.failed_batch_is_a_partial_backup) == ""
+    # A store whose armed failure never fires stores both pages: caught.
+    from tiercheck.impl.storage import FaultyBackend
+
+    monkeypatch.setattr(FaultyBackend, "fail_from", lambda self, *args, **kw: None)
+    assert "is not the spec's storage_backup_done" in pf.guarded(store_faults.failed_batch_is_a_partial_backup)

@@ -62,6 +62,13 @@ def test_a_good_file_loads_with_defaults(tmp_path):
          "[check]\nproperties = ['eviction_progress']\n", "model.host_pages", "longest request (3 pages)"),
         ("[model]\nrequests = [[1, 2, 3]]\nhost_pages = 0\npolicy = 'write_back'\n"
          "[check]\nproperties = ['no_ghost', 'eviction_progress_fair']\n", "model.host_pages", "never leave the device"),
+        ("[model]\nrequests = [[1, 2]]\nstorage = true\nmirror_release = true\nhost_free_target = 1\n"
+         "[check]\nproperties = ['host_channel_fair']\n", "model.host_free_target", "host_channel_fair needs it"),
+        # Random models (docs/random-models.md): no request fits the device pool, one state.
+        ("[model]\nrequests = [[1, 2], [3, 4, 5]]\ndevice_pages = 1\n", "model.device_pages",
+         "shortest request caches 2 pages"),
+        ("[model]\npage_size = 2\nrequests = [[1, 1, 2, 2, 3]]\ndevice_pages = 1\n", "model.device_pages",
+         "no request ever fits"),
     ],
 )
 def test_each_validation_error_names_file_and_key(tmp_path, text, key, words):
@@ -99,3 +106,18 @@ def test_dump_round_trips(tmp_path):
 def test_eviction_progress_is_a_default_where_every_request_fits_the_host_pool(tmp_path, policy, host, checked):
     text = f"[model]\nrequests = [[1, 2, 3], [4]]\nhost_pages = {host}\npolicy = '{policy}'\n"
     assert ("eviction_progress" in model_file.load(str(_write(tmp_path, text))).properties) == checked
+
+
+def test_host_channel_is_no_default_with_prefetch():
+    # Found by benchmarks/random_models.py (docs/random-models.md): a node prefetched back
+    # from storage has no durable marks, so its mirror is never released and a backup
+    # waits forever (findings/mirror-pinned-after-prefetch): a false default on the
+    # correct protocol. Where the host pool holds every request it still holds, asked for.
+    base = "[model]\nrequests = [[1], [1, 2]]\ndevice_pages = 2\nhost_pages = 1\nstorage = true\n" \
+           "mirror_release = true\nhost_free_target = 2\n"
+    without = model_file.parse(model_file.loads(base, "m.toml"), "m.toml")
+    assert {"host_channel", "host_channel_fair"} <= set(without.properties)
+    with_prefetch = model_file.parse(model_file.loads(base + "prefetch = true\n", "m.toml"), "m.toml")
+    assert not {"host_channel", "host_channel_fair"} & set(with_prefetch.properties)
+    shipped = model_file.load("wt-mirror-prefetch-1r")
+    assert "host_channel" in shipped.properties and shipped.config.prefetch

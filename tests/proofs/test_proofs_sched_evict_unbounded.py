@@ -41,7 +41,7 @@ def _steps(m, n=6, seeds=10, steps=30):
     return out[:: max(1, len(out) // n)][:n]
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", [n if n != "wb-evicts-2r" else pytest.param(n, marks=pytest.mark.slow) for n in MODELS])
 def test_evicting_steps_are_behaviours_with_the_spec_values(name):
     m = model(name)
     steps = _steps(m)
@@ -100,7 +100,7 @@ def test_both_actions_are_covered_for_any_number_of_pages():
     for action in EVICTING:
         assert covered("locked_never_evicted", action) and covered("no_use_after_free", action)
         assert covered("release_safety", action)
-    assert not covered("registry", "load_back")  # its evictions write the registry
+    assert covered("registry", "load_back")  # its evictions write the registry (proofs.epr_registry)
     assert set(targets_for("load_back")) > {"no_ghost", "planner_determinism"}
 
 

@@ -8,9 +8,9 @@ and the option proves clean without it."""
 import pytest
 
 from tiercheck.proofs.agreement import admits, extra_successor, transition_value
+from tiercheck.proofs.epr_sched_evict import spec_short
 from tiercheck.proofs.obligations import SPLIT_FLAGS, prove_action
 from tiercheck.proofs.snapshot import INVARIANTS, z3_invariant_check
-from tiercheck.spec import write_path
 from tiercheck.spec.properties import BY_NAME
 
 from .proof_helpers import model, reachable, walk
@@ -20,29 +20,19 @@ EVICTING = tuple(SPLIT_FLAGS)  # insert, load_back
 TRANSITION = ("locked_never_evicted", "release_safety")
 
 
-def _evicts(m, s, a) -> bool:
-    """The step runs its own eviction: some rank lacks room for it."""
-    if a.name == "insert":
-        return not write_path._fits(m, s.ranks, a["req"])
-    from tiercheck.spec.load_path import nodes_to_load
-    from tiercheck.spec.state import node_len
-
-    return any(sum(node_len(m.pages, rs, x) for x in nodes_to_load(m, rs, a["node"])) > rs.dev_free
-               for rs in s.ranks)
-
-
 def _evicting_states(m, n=4, seeds=12, steps=30):
     """States along random runs where an insert or a load_back evicts by itself."""
     out, seen = [], set()
     for seed in range(seeds):
         for s in walk(m, seed, steps):
-            if s not in seen and any(a.name in EVICTING and _evicts(m, s, a) for a in m.actions(s)):
+            if s not in seen and any(a.name in EVICTING and spec_short(m, s, a) for a in m.actions(s)):
                 seen.add(s)
                 out.append(s)
     return out[:: max(1, len(out) // n)][:n]
 
 
-@pytest.mark.parametrize("name", MODELS)
+# wb-evicts-2r (about 30 s idle) under -m slow; its replicated eviction is swept by the stutter test below
+@pytest.mark.parametrize("name", [n if n != "wb-evicts-2r" else pytest.param(n, marks=pytest.mark.slow) for n in MODELS])
 def test_evicting_steps_are_behaviours_with_the_spec_property_values(name):
     m = model(name)
     states = _evicting_states(m)
@@ -81,7 +71,7 @@ def test_a_reversed_victim_order_is_noticed(monkeypatch):
 
     m = Model(Config(requests=((1,), (2,), (3,)), device_pages=2, host_pages=2, insert_evicts=True))
     steps = [(s, a, m.next_state(s, a)) for s in _evicting_states(m, n=6) for a in m.actions(s)
-             if a.name == "insert" and _evicts(m, s, a)]
+             if a.name == "insert" and spec_short(m, s, a)]
     assert steps and all(admits(m, s, a, t) for s, a, t in steps)
     monkeypatch.setattr(eviction, "victim_key", lambda mm, rs: lambda e: -e)
     changed = [(s, a) for s, a, t in steps if m.next_state(s, a) != t]

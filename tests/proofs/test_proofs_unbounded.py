@@ -300,7 +300,9 @@ QUEUE_STEPS = ("insert", "evict", "load_back", "write_dma_done", "writing_check"
                "check_prefetch_progress", "drain_storage_control_queues")
 
 
-@pytest.mark.parametrize("name", ["wt-storage-1r", "wb-storage-1r", "wt-prefetch-revoke-1r",
+# wt-storage-1r and wb-storage-1r also run by default in test_proofs_queues.py
+@pytest.mark.parametrize("name", [pytest.param("wt-storage-1r", marks=pytest.mark.slow),
+                                  pytest.param("wb-storage-1r", marks=pytest.mark.slow), "wt-prefetch-revoke-1r",
                                   pytest.param("wt-prefetch-fail-1r", marks=pytest.mark.slow),
                                   pytest.param("variants/revoke-frees-in-flight", marks=pytest.mark.slow)])
 def test_queue_steps_admitted(name, per_action=3, cap=600):
