@@ -85,12 +85,15 @@ SHARED = ("node", "req", "anchor", "has_anchor", "write_path", "alloc_ok", "host
           # the drain round: the references after the first MIN-over-ranks acks of the
           # replicated sq and the retired prefetches of the replicated pq; the released
           # mirrors (each rank's committable entries, released only when every rank's
-          # (count, tokens, digest) agree, the digest taken as an ideal hash as
-          # spec/digest.py does, and kept by the live re-check, acks only dropping
-          # references); the outcome it writes to the replicated scalars (the fail-close
-          # on a mismatch, the first MIN-over-ranks release-queue entries freed)
-          "drain.href", "released", "still_anchored", "drain.closed", "drain.mismatch", "drain.relq_n",
-          "drain.relq_sum", "drain.r0_closed", "drain.r0_mismatch", "drain.r0_relq_n", "drain.r0_relq_sum")
+          # (count, tokens, digest) agree, which means the same entries under
+          # proofs.epr_drain's assumption: the plan digest an ideal hash,
+          # consensus.plan_digest_injective; and kept by the live re-check, acks only
+          # dropping references); the round's collective outcomes (proofs.epr_drain
+          # drain_params: the digest comparison's halt, any rank closed, any rank holding
+          # a plan, the triples agreeing, the all-reduce passing), which the replicated
+          # scalars it writes (fail-close, mismatch count, release queue) are computed from
+          "drain.href", "released", "still_anchored", "drain_halt", "drain_any_closed", "drain_any_plan",
+          "drain_agree", "drain_passes")
 # release-no-consensus releases each rank's own plan at once; durable-evicted-while-planned
 # marks first, so the live re-check reads each rank's marks
 PER_RANK_UNDER = {"lru": ("lru-local-clock",), "staged": ("partial-backup-leak",),
