@@ -79,7 +79,7 @@ SHARED = ("node", "req", "anchor", "has_anchor", "write_path", "alloc_ok", "host
           # the sync rounds: the entries committed (the first MIN-over-ranks ones), the
           # prefetch checked and its fetched pages (the vote's MIN), what the round
           # writes to the state (hung, halted) and to the replicated release queue
-          "committed", "loaded", "loaded.lock", "first", "has_fetch", "anchor_shared",
+          "committed", "loaded", "first", "has_fetch", "anchor_shared",
           "commit.hung", "commit.halted", "loaded.halted", "check.hung", "check.relq_n", "check.relq_sum",
           "check.r0_relq_n", "check.r0_relq_sum",
           # the drain round: the references after the first MIN-over-ranks acks of the

@@ -156,6 +156,39 @@ def test_drain_rounds_are_admitted_and_the_divergent_release_needs_a_per_rank_ch
     assert not pair_admits(v, s, a, t, 1)
 
 
+# the drain round's collective outcomes (proofs.epr_drain drain_params): the digest
+# comparison's halt, any rank closed, any rank holding a plan, the triples agreeing, the
+# all-reduce passing; each rank's next plan is its own
+COLLECTIVE = ("drain_halt", "drain_any_closed", "drain_any_plan", "drain_agree", "drain_passes")
+
+
+def test_a_drain_round_with_one_rank_planned_is_admitted():
+    """On wt-mirror-2r, drain rounds from agreeing replicas where one rank alone holds a
+    plan (every rank counts the mismatch) are behaviours of the pair encoding, whose
+    round outcomes are one choice for both ranks."""
+    m = model("wt-mirror-2r")
+    steps = [(s, a, t) for s in reachable(m, 400) if spec_same(m, s, 1) for a, t in m.successors(s)
+             if a.name == "drain_storage_control_queues" and len({bool(rs.plan) for rs in s.ranks}) == 2]
+    assert steps
+    for s, a, t in steps[:2]:
+        assert t.ranks[0].mismatch == t.ranks[1].mismatch == s.ranks[0].mismatch + 1
+        assert pair_admits(m, s, a, t, 1), s
+    ps = ra.setup("drain_storage_control_queues")
+    assert not {d.name().split("!")[0] for d, _twin in ps.subs} & set(COLLECTIVE)
+    assert set(COLLECTIVE) <= set(ra.SHARED)
+
+
+@pytest.mark.slow
+def test_a_drain_round_outcome_per_rank_fails(monkeypatch):
+    """About 9 CPU-s: with "some rank holds a plan" chosen per rank, one rank counts a
+    mismatch and fail-closes while the other does not, a two-rank CTI no round makes."""
+    monkeypatch.setattr(ra, "SHARED", tuple(n for n in ra.SHARED if n != "drain_any_plan"))
+    r = ra.prove("drain_storage_control_queues")
+    assert r.status == "failed" and len(r.cti["post"]["ranks"]) == 2, r
+    post = r.cti["post"]["ranks"]
+    assert post[0]["closed"] != post[1]["closed"]
+
+
 def test_covered_and_proved_for_any_number_of_pages():
     from tiercheck.proofs.obligations import ACTION_NAMES, targets_for
 
