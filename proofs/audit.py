@@ -102,15 +102,14 @@ def _jobs(names, variants, pages, unbounded, slots=False):
         targets = targets_for(a)
         if unbounded:
             from .epr_obligations import BOUNDED_UNDER, covered
-            from .epr_sched_evict import BOUNDED_WITH, UNDECIDED_ON
+            from .epr_sched_evict import UNDECIDED_ON
 
             mine = [t for t in audit_targets(a, True) if covered(t, a)]
             if mine:
                 out.append((a, UNBOUNDED, variants, pages, tuple(mine), ()))
             if a in BOUNDED_UNDER:  # proved there with the flag off: bounded with it on
                 bounded = tuple(t for t in mine if t in targets and t in UNDECIDED_ON[a])
-                fixed = ((BOUNDED_UNDER[a], True), *sorted(BOUNDED_WITH.get(a, {}).items()))
-                out += [(a, c, variants, pages, bounded, fixed) for c in CASES if bounded]
+                out += [(a, c, variants, pages, bounded, ((BOUNDED_UNDER[a], True),)) for c in CASES if bounded]
             targets = [t for t in targets if not covered(t, a)]
             if not targets:
                 continue

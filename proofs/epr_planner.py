@@ -36,9 +36,9 @@ the spec), that under the variant the clock alone changes it, that ``holds`` has
 spec's value, and that every explicit load_back from agreeing replicas is a behaviour of
 the pair encoding with the congruence.
 
-rank_agreement under load_back is decided on the same pair setup (``prove``): with its
-own eviction off (load_back_evicts; under the planner the option does not apply), the
-part with it on is bounded (epr_sched_evict.UNDECIDED_ON).
+rank_agreement under load_back is decided on the same pair setup (``prove``) with the
+planner on (its own eviction, load_back_evicts, does not apply then), and with it off
+by epr_rank_agreement.prove (the option off and on: proofs.epr_room_pair).
 """
 
 from __future__ import annotations
@@ -137,11 +137,10 @@ def vacuous(action: str, fix=None) -> bool:
 
 
 # load_back's parts: the planner on (its own eviction, load_back_evicts, does not apply
-# then: the step is the same for either value), and off with load_back_evicts off; with
-# it on and no planner, rank_agreement is bounded (epr_sched_evict.UNDECIDED_ON) and
-# planner_determinism says nothing (``vacuous``).
+# then: the step is the same for either value), and off, where planner_determinism says
+# nothing (``vacuous``) and rank_agreement is proved for both values of the option.
 PLANNER_ON = {"cp": True}
-PLANNER_OFF = {"cp": False, "load_back_evicts": False}
+PLANNER_OFF = {"cp": False}
 
 
 def _parts(fix, *parts) -> list:
@@ -174,12 +173,11 @@ def prove(action: str, targets, variants=frozenset(), fix=None) -> list:
             add(ra.decide(ps, action, TARGET, goal, t0))
         if ra.TARGET in targets:
             add(ra.prove(action, variants, on, ps=ps))
-    for off in _parts(fix, {"cp": False}):
+    for off in _parts(fix, PLANNER_OFF):
         t1 = time.perf_counter()
         if TARGET in targets:
             add(Result(TARGET, action, "proved" if vacuous(action, off) else "failed", time.perf_counter() - t1,
                        None, "any"))
-    for off in _parts(fix, PLANNER_OFF):
         if ra.TARGET in targets:
             add(ra.prove(action, variants, off))
     for t in targets:  # a part ``fix`` leaves open that no part above covers

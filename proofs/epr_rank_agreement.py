@@ -52,13 +52,13 @@ from typing import Dict, List, NamedTuple
 import z3
 
 from .epr_properties import b_
+from .epr_room_pair import PER_RANK_UNDER as ROOM_PER_RANK, SHARED as ROOM_SHARED
 from .forest import PageSort, SlotSort, forall
 from .paged import SLOT_FIELDS
 
 # Actions whose rank_agreement is proved here: init, the replicated steps (their diverged
-# case is empty) and the sync rounds whose diverged case ends excused. load_back is the
-# page-sorted encoding's exception (epr_obligations.COVERED_ACTIONS); the drain round's
-# acks, marks and plan are per rank and its page-sorted encoding does not follow them.
+# case is empty) and the sync rounds whose diverged case ends excused; load_back's is
+# proved with the planner's (proofs.epr_planner), on the pair setups made here.
 PAIR_ACTIONS = ("init", "insert", "evict", "prefetch_from_storage", "prefetch_revoke", "lock_request",
                 "unlock_request", "writing_check", "loading_check", "check_prefetch_progress",
                 "drain_storage_control_queues")
@@ -93,12 +93,12 @@ SHARED = ("node", "req", "anchor", "has_anchor", "write_path", "alloc_ok", "host
           # a plan, the triples agreeing, the all-reduce passing), which the replicated
           # scalars it writes (fail-close, mismatch count, release queue) are computed from
           "drain.href", "released", "still_anchored", "drain_halt", "drain_any_closed", "drain_any_plan",
-          "drain_agree", "drain_passes")
+          "drain_agree", "drain_passes") + ROOM_SHARED  # make_room's outcome (proofs.epr_room_pair)
 # release-no-consensus releases each rank's own plan at once; durable-evicted-while-planned
 # marks first, so the live re-check reads each rank's marks
 PER_RANK_UNDER = {"lru": ("lru-local-clock",), "staged": ("partial-backup-leak",),
                   "host_evict": ("partial-backup-leak",),
-                  "released": ("release-no-consensus", "durable-evicted-while-planned")}
+                  "released": ("release-no-consensus", "durable-evicted-while-planned"), **ROOM_PER_RANK}
 RECLAIM = ("reclaim1", "reclaim2")  # evict_host's duplicate reclaim (per rank)
 # Choices each rank makes on its own view whose agreement is derived, never assumed: the
 # CP planner's victims and whether it runs (proofs/epr_planner.py: the plan is a
@@ -291,25 +291,24 @@ def check(ps: PairSetup, action: str, rlimit: int = RLIMIT, target=goal):
     return status, time.perf_counter() - t0, model
 
 
-def pair_fix(action: str, fix=None) -> dict:
-    """The step without its own eviction (insert_evicts, load_back_evicts): its
-    eviction's choices are not paired, and the obligation is bounded with it on
-    (epr_sched_evict.UNDECIDED_ON)."""
-    from .epr_sched_evict import SPLIT
-
-    if action in SPLIT and SPLIT[action] not in (fix or {}):
-        return {**(fix or {}), SPLIT[action]: False}
-    return dict(fix or {})
-
-
 def prove(action: str, variants=frozenset(), fix=None, ps=None):
     """rank_agreement under ``action`` for any number of pages and ranks: the agree case
-    here, the diverged case empty (case_vacuity; init has none). ``ps``: a pair setup
-    of ``action`` under ``pair_fix(action, fix)`` already built (proofs.epr_planner)."""
+    here, the diverged case empty (case_vacuity; init has none). Insert and load_back
+    in two parts, their own eviction off and on (proofs.epr_room_pair). ``ps``: a pair
+    setup of ``action`` under ``fix`` already built (proofs.epr_planner)."""
+    from .audit import _merge
+    from .epr_sched_evict import parts
+
+    out = None
+    for part in [{}] if ps is not None else parts(action, fix):
+        r = _prove_part(action, variants, {**(fix or {}), **part}, ps)
+        out = r if out is None else _merge(out, r)
+    return out
+
+
+def _prove_part(action: str, variants, fix, ps):
     from .case_vacuity import diverged_excused, vacuous
 
-    if ps is None:
-        fix = pair_fix(action, fix)
     t0 = time.perf_counter()
     if action != "init" and not (vacuous(action, "diverged", variants, fix=fix)
                                  or diverged_excused(action, variants, fix=fix)):

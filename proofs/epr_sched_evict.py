@@ -287,15 +287,10 @@ SPLIT = {"insert": "insert_evicts", "load_back": "load_back_evicts"}
 # Obligations z3 does not decide in time with the option on (model-based instantiation
 # gives up, and the finite-model search finds no counterexample within its limits): proved page-sorted
 # with it off only, and bounded with it on (proofs.audit, epr_obligations.BOUNDED_UNDER).
-# The counting targets (proofs.epr_counting, epr_locks) and rank_agreement over two views
-# (proofs.epr_rank_agreement) follow insert without its own eviction only: bounded with it on.
-# load_back's rank_agreement (proofs.epr_planner): for any pages with the planner on, and
-# with it off and the option off; bounded with the option on.
-UNDECIDED_ON = {"insert": ("prefix_closed", "tree_closed", "slot_conservation", "lock_accounting", "rank_agreement"),
-                "load_back": ("rank_agreement",)}
-# Flags also fixed in that bounded part: load_back's rank_agreement is proved for any pages
-# with the planner on (proofs.epr_planner), so its bounded part is the planner off.
-BOUNDED_WITH = {"load_back": {"cp": False}}
+# The counting targets (proofs.epr_counting, epr_locks) follow insert without its own
+# eviction only: bounded with it on. rank_agreement over two views is proved with it on
+# (proofs.epr_room_pair), under load_back too.
+UNDECIDED_ON = {"insert": ("prefix_closed", "tree_closed", "slot_conservation", "lock_accounting")}
 
 
 def parts(action: str, fix=None) -> list:

@@ -123,8 +123,11 @@ def test_every_shared_choice_is_one_the_encoding_makes():
     meant falls to the taint pass (the drain round's collective outcomes did, merging
     proofs.epr_drain: each rank got its own "some rank holds a plan")."""
     made = set()
-    for action, variants in [(a, frozenset()) for a in ra.PAIR_ACTIONS] + [("insert", frozenset({"page-ceil-match"}))]:
-        ps = ra.setup(action, variants, ra.pair_fix(action))
+    for action, variants, fix in ([(a, frozenset(), {}) for a in ra.PAIR_ACTIONS]
+                                  + [("insert", frozenset({"page-ceil-match"}), {"insert_evicts": False}),
+                                     ("insert", frozenset(), {"insert_evicts": True}),
+                                     ("load_back", frozenset(), {"cp": False, "load_back_evicts": True})]):
+        ps = ra.setup(action, variants, fix)
         made |= {n.split("!")[0] for n in ra._decls(list(ps.su.solver.assertions()))}
     assert not [n for n in ra.SHARED if n not in made]
 

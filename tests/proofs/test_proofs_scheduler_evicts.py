@@ -151,7 +151,7 @@ def test_the_unbounded_audit_proves_the_option_page_sorted():
 
     for action, flag in SPLIT_FLAGS.items():
         jobs = _jobs([action], (), 2, True)
-        on = {t for j in jobs if j[5][:1] == ((flag, True),) for t in j[4]}
+        on = {t for j in jobs if j[5] == ((flag, True),) for t in j[4]}
         assert jobs and on == set(UNDECIDED_ON.get(action, ()))
     merged = _merge(Result("t", "insert", "proved", 1.0, None, "any"), Result("t", "insert", "proved", 1.0, None, "<=2"))
     assert merged.pages == "<=2" and merged.status == "proved"
