@@ -294,13 +294,15 @@ def check(ps: PairSetup, action: str, rlimit: int = RLIMIT, target=goal):
 def prove(action: str, variants=frozenset(), fix=None, ps=None):
     """rank_agreement under ``action`` for any number of pages and ranks: the agree case
     here, the diverged case empty (case_vacuity; init has none). Insert and load_back
-    in two parts, their own eviction off and on (proofs.epr_room_pair). ``ps``: a pair
+    in two parts, their own eviction off and on (proofs.epr_room_pair), insert's with
+    it on left to the bounded audit (epr_sched_evict.UNDECIDED_ON). ``ps``: a pair
     setup of ``action`` under ``fix`` already built (proofs.epr_planner)."""
     from .audit import _merge
-    from .epr_sched_evict import parts
+    from .epr_sched_evict import SPLIT, UNDECIDED_ON, parts
 
+    bounded = {SPLIT.get(action): True} if TARGET in UNDECIDED_ON.get(action, ()) else {}  # the audit's bounded part
     out = None
-    for part in [{}] if ps is not None else parts(action, fix):
+    for part in [{}] if ps is not None else [p for p in parts(action, fix) if not p.items() & bounded.items()]:
         r = _prove_part(action, variants, {**(fix or {}), **part}, ps)
         out = r if out is None else _merge(out, r)
     return out

@@ -6,9 +6,9 @@ On the spec: ranks whose registries differ end an evicting step with the same re
 whenever they reclaimed the same sequence (the registry enters only through it), and
 some registries make the sequences differ (the case the next round's digest check
 excuses). Every explicit evicting step from agreeing replicas whose sequences agree is
-a behaviour of the pair encoding with the option on; a step whose sequences differ is
-not one (the shared outcome has teeth), and is one with the outcome per rank. The
-obligations are proved with the option on."""
+a behaviour of the pair encoding with the option on. load_back's obligation is proved
+with the option on (insert's is left bounded), and (-m slow) insert's fails with the
+outcome per rank."""
 
 import dataclasses
 
@@ -17,7 +17,7 @@ import pytest
 from tiercheck.proofs import epr_rank_agreement as ra
 from tiercheck.proofs import epr_room_pair as rp
 from tiercheck.proofs.epr_rank_concrete import pair_admits
-from tiercheck.proofs.epr_sched_evict import spec_short
+from tiercheck.proofs.epr_sched_evict import UNDECIDED_ON, spec_short
 from tiercheck.spec.model import Model
 from tiercheck.spec.properties import replica
 
@@ -75,25 +75,31 @@ def test_make_room_reads_the_registry_only_through_the_reclaim_sequence():
 @pytest.mark.parametrize("name", ["wb-evicts-2r", "reclaim-2r"])
 def test_evicting_steps_with_equal_sequences_are_behaviours(name):
     m = _reclaim_2r() if name == "reclaim-2r" else model(name)
-    steps = [(s, a, m.next_state(s, a)) for s, a in _evicting(m, 1500, 6)]
+    steps = [(s, a, m.next_state(s, a)) for s, a in _evicting(m, 3000, 400)]
     steps = [(s, a, t) for s, a, t in steps if t.ranks[0].digest == t.ranks[1].digest]
-    assert {a.name for _s, a, _t in steps} == set(EVICTING)
-    for s, a, t in steps[:2] + steps[-2:]:
-        assert pair_admits(m, s, a, t, 1), (a, s)
+    for name in EVICTING:  # the first two of each
+        some = [(s, a, t) for s, a, t in steps if a.name == name][:2]
+        assert some, name
+        for s, a, t in some:
+            assert pair_admits(m, s, a, t, 1), (a, s)
 
 
-def test_a_step_whose_sequences_differ_is_excused_not_admitted(monkeypatch):
-    """Rank 1's registry skewed: both ranks stage the same victim, its host allocation
-    reclaims a different duplicate on each. Not a behaviour with the outcome shared (its
-    digests differ: the next round halts), a behaviour with it per rank."""
-    m = _reclaim_2r()
-    s, a, t = next((s, a, t) for s, a, t in _skewed(m) if t.ranks[0].digest != t.ranks[1].digest)
-    assert not pair_admits(m, s, a, t, 1)
+def test_load_back_proved_with_the_option_on_and_insert_left_bounded(monkeypatch):
+    """insert's part with insert_evicts on stays bounded (epr_sched_evict.UNDECIDED_ON:
+    z3's effort on it varies with the symbols' names, 1 to 40 s): prove leaves it out."""
+    r = ra.prove("load_back", fix={"cp": False, "load_back_evicts": True})
+    assert (r.status, r.pages) == ("proved", "any"), r
+    assert "rank_agreement" in UNDECIDED_ON["insert"] and "load_back" not in UNDECIDED_ON
+    calls, setup = [], ra.setup
+    monkeypatch.setattr(ra, "setup", lambda action, variants, fix: calls.append(fix) or setup(action, variants, fix))
+    assert ra.prove("insert").status == "proved" and calls == [{"insert_evicts": False}]
+
+
+@pytest.mark.slow
+def test_with_the_outcome_per_rank_insert_fails(monkeypatch):
+    """About 8 CPU-s: make_room's outcome per rank (nothing ties the two ranks' victims and
+    fit), the obligation fails with a two-rank counterexample."""
     monkeypatch.setattr(ra, "SHARED", tuple(n for n in ra.SHARED if n not in rp.SHARED))
-    assert pair_admits(m, s, a, t, 1)
-
-
-def test_proved_with_the_option_on():
-    for action, fix in (("insert", {"insert_evicts": True}), ("load_back", {"cp": False, "load_back_evicts": True})):
-        r = ra.prove(action, fix=fix)
-        assert (r.status, r.pages) == ("proved", "any"), r
+    r = ra.prove("insert", fix={"insert_evicts": True})
+    assert r.status == "failed" and len(r.cti["post"]["ranks"]) == 2, r
+    assert r.cti["config"]["insert_evicts"]
