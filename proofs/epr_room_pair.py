@@ -32,6 +32,11 @@ rank's clock orders its victims (lru-local-clock), each rank's allocation goes i
 way (partial-backup-leak); and not where different sequences are not excused (the
 digest comparison skipped or overflowing: digest-unchecked, negated-pair-overflow).
 There the outcome stays per rank.
+
+load_back's obligation is proved this way with load_back_evicts on. insert's with
+insert_evicts on is proved too, but z3's effort on it depends on the names the symbols
+get (1.5 to 42 s), so the audit keeps that part bounded (epr_sched_evict.UNDECIDED_ON)
+and epr_rank_agreement.prove leaves it out.
 """
 
 from __future__ import annotations
