@@ -52,15 +52,16 @@ from typing import Dict, List, NamedTuple
 import z3
 
 from .epr_properties import b_
+from .epr_room_pair import PER_RANK_UNDER as ROOM_PER_RANK, SHARED as ROOM_SHARED
 from .forest import PageSort, SlotSort, forall
 from .paged import SLOT_FIELDS
 
 # Actions whose rank_agreement is proved here: init, the replicated steps (their diverged
-# case is empty) and the sync rounds whose diverged case ends excused. load_back is the
-# page-sorted encoding's exception (epr_obligations.COVERED_ACTIONS); the drain round's
-# acks, marks and plan are per rank and its page-sorted encoding does not follow them.
+# case is empty) and the sync rounds whose diverged case ends excused; load_back's is
+# proved with the planner's (proofs.epr_planner), on the pair setups made here.
 PAIR_ACTIONS = ("init", "insert", "evict", "prefetch_from_storage", "prefetch_revoke", "lock_request",
-                "unlock_request", "writing_check", "loading_check", "check_prefetch_progress")
+                "unlock_request", "writing_check", "loading_check", "check_prefetch_progress",
+                "drain_storage_control_queues")
 TARGET = "rank_agreement"
 
 REPLICATED_PAGE = ("cached", "own", "start", "dev", "host", "lock", "href", "hits", "lbp", "rel", "anchored")
@@ -78,12 +79,31 @@ SHARED = ("node", "req", "anchor", "has_anchor", "write_path", "alloc_ok", "host
           # the sync rounds: the entries committed (the first MIN-over-ranks ones), the
           # prefetch checked and its fetched pages (the vote's MIN), what the round
           # writes to the state (hung, halted) and to the replicated release queue
-          "committed", "loaded", "loaded.lock", "first", "has_fetch", "anchor_shared",
+          "committed", "loaded", "first", "has_fetch", "anchor_shared",
           "commit.hung", "commit.halted", "loaded.halted", "check.hung", "check.relq_n", "check.relq_sum",
-          "check.r0_relq_n", "check.r0_relq_sum")
+          "check.r0_relq_n", "check.r0_relq_sum",
+          # the drain round: the references after the first MIN-over-ranks acks of the
+          # replicated sq and the retired prefetches of the replicated pq; the released
+          # mirrors (each rank's committable entries, released only when every rank's
+          # (count, tokens, digest) agree, which means the same entries under
+          # proofs.epr_drain's assumption: the plan digest an ideal hash,
+          # consensus.plan_digest_injective; and kept by the live re-check, acks only
+          # dropping references); the round's collective outcomes (proofs.epr_drain
+          # drain_params: the digest comparison's halt, any rank closed, any rank holding
+          # a plan, the triples agreeing, the all-reduce passing), which the replicated
+          # scalars it writes (fail-close, mismatch count, release queue) are computed from
+          "drain.href", "released", "still_anchored", "drain_halt", "drain_any_closed", "drain_any_plan",
+          "drain_agree", "drain_passes") + ROOM_SHARED  # make_room's outcome (proofs.epr_room_pair)
+# release-no-consensus releases each rank's own plan at once; durable-evicted-while-planned
+# marks first, so the live re-check reads each rank's marks
 PER_RANK_UNDER = {"lru": ("lru-local-clock",), "staged": ("partial-backup-leak",),
-                  "host_evict": ("partial-backup-leak",)}
+                  "host_evict": ("partial-backup-leak",),
+                  "released": ("release-no-consensus", "durable-evicted-while-planned"), **ROOM_PER_RANK}
 RECLAIM = ("reclaim1", "reclaim2")  # evict_host's duplicate reclaim (per rank)
+# Choices each rank makes on its own view whose agreement is derived, never assumed: the
+# CP planner's victims and whether it runs (proofs/epr_planner.py: the plan is a
+# function of its inputs, and the inputs are shown equal)
+OWN_VIEW = ("planned", "lane_short")
 
 
 def covered(target: str, action: str) -> bool:
@@ -118,7 +138,7 @@ def _per_rank_source(name: str, variants) -> bool:
     if (name.startswith("s.") or "." in name.split("!")[0]) and field in (*PAGE_FIELDS, *SCALAR_FIELDS, *SLOT_FIELDS):
         return field not in REPLICATED_PAGE and field not in REPLICATED_SCALARS
     stem = name.split("!")[0]
-    return name == "s.dups" or stem in RECLAIM or any(v in variants for v in PER_RANK_UNDER.get(stem, ()))
+    return name == "s.dups" or stem in RECLAIM or stem in OWN_VIEW or any(v in variants for v in PER_RANK_UNDER.get(stem, ()))
 
 
 def per_rank_symbols(facts, uses, variants) -> set:
@@ -194,7 +214,11 @@ def setup(action: str, variants=frozenset(), fix=None) -> PairSetup:
     su.solver.add(*[forall(lambda p, a=a, b=b: z3.Or(pre.f[a](p), pre.f[b](p)) == z3.Or(pre2.f[a](p), pre2.f[b](p)))
                     for a, b in UNIONS])
     reclaim = [(d, _renamed(d, subs)) for name, d in decls.items() if name.split("!")[0] in RECLAIM]
-    return PairSetup(su, pre2, post2, rename, subs, reclaim)
+    ps = PairSetup(su, pre2, post2, rename, subs, reclaim)
+    from .epr_planner import pair_facts
+
+    su.solver.add(*pair_facts(ps, variants))  # the CP planner's plans (load_back)
+    return ps
 
 
 def rename_decl(ps_or_subs, d):
@@ -247,15 +271,16 @@ def goal(ps: PairSetup):
 RLIMIT = 10_000_000
 
 
-def check(ps: PairSetup, action: str, rlimit: int = RLIMIT):
-    """(status, seconds, model or None) of the agree case."""
+def check(ps: PairSetup, action: str, rlimit: int = RLIMIT, target=goal):
+    """(status, seconds, model or None) of the agree case (``target``: the goal, a
+    function of the setup)."""
     from .forest import finite_model
 
     t0 = time.perf_counter()
     sol = ps.su.solver
     sol.set("rlimit", rlimit)
     sol.push()
-    sol.add(z3.Not(goal(ps)))
+    sol.add(z3.Not(target(ps)))
     res = sol.check()
     model = sol.model() if res == z3.sat else None
     if res == z3.unknown:
@@ -266,27 +291,44 @@ def check(ps: PairSetup, action: str, rlimit: int = RLIMIT):
     return status, time.perf_counter() - t0, model
 
 
-def prove(action: str, variants=frozenset(), fix=None):
+def prove(action: str, variants=frozenset(), fix=None, ps=None):
     """rank_agreement under ``action`` for any number of pages and ranks: the agree case
-    here, the diverged case empty (case_vacuity; init has none)."""
-    from .case_vacuity import diverged_excused, vacuous
-    from .epr_obligations import extract
-    from .epr_sched_evict import SPLIT
-    from .obligations import Result
+    here, the diverged case empty (case_vacuity; init has none). Insert and load_back
+    in two parts, their own eviction off and on (proofs.epr_room_pair), insert's with
+    it on left to the bounded audit (epr_sched_evict.UNDECIDED_ON). ``ps``: a pair
+    setup of ``action`` under ``fix`` already built (proofs.epr_planner)."""
+    from .audit import _merge
+    from .epr_sched_evict import SPLIT, UNDECIDED_ON, parts
 
-    # the step without its own eviction (insert_evicts): its eviction's choices are not
-    # paired, and the obligation is bounded with it on (epr_sched_evict.UNDECIDED_ON)
-    if action in SPLIT and SPLIT[action] not in (fix or {}):
-        fix = {**(fix or {}), SPLIT[action]: False}
+    bounded = {SPLIT.get(action): True} if TARGET in UNDECIDED_ON.get(action, ()) else {}  # the audit's bounded part
+    out = None
+    for part in [{}] if ps is not None else [p for p in parts(action, fix) if not p.items() & bounded.items()]:
+        r = _prove_part(action, variants, {**(fix or {}), **part}, ps)
+        out = r if out is None else _merge(out, r)
+    return out
+
+
+def _prove_part(action: str, variants, fix, ps):
+    from .case_vacuity import diverged_excused, vacuous
+
     t0 = time.perf_counter()
     if action != "init" and not (vacuous(action, "diverged", variants, fix=fix)
                                  or diverged_excused(action, variants, fix=fix)):
+        from .obligations import Result
+
         return Result(TARGET, action, "unknown", time.perf_counter() - t0, None, "any")
-    ps = setup(action, variants, fix)
-    status, _secs, model = check(ps, action)
+    return decide(ps or setup(action, variants, fix), action, TARGET, goal, t0)
+
+
+def decide(ps: PairSetup, action: str, target: str, goal_fn, t0: float):
+    """One two-view obligation's Result: proved, or failed with a two-rank CTI."""
+    from .epr_obligations import extract
+    from .obligations import Result
+
+    status, _secs, model = check(ps, action, target=goal_fn)
     cti = None
     if model is not None:
         dups = ps.su.params["dups"]
         views = [(ps.su.pre, ps.su.post, dups), (ps.pre2, ps.post2, rename_decl(ps, dups))]
-        cti = extract(ps.su, model, TARGET, action, ranks=views)
-    return Result(TARGET, action, status, time.perf_counter() - t0, cti, "any")
+        cti = extract(ps.su, model, target, action, ranks=views)
+    return Result(target, action, status, time.perf_counter() - t0, cti, "any")

@@ -3,6 +3,7 @@ states: what tests/proofs/test_proofs_rank_agreement.py compares with the spec.
 
 - ``same_value(m, s, r)``: the encoding's "replicas agree" on ranks 0 and r of state s
   (the closed forest of the model's pages, as proofs.epr_agreement lifts one rank);
+  ``pair_value``: any formula over the two ranks' views (of a step, with ``t``);
 - ``spec_same(m, s, r)``: the same comparison read off the spec's RankStates;
 - ``pair_admits(m, s, a, t, r)``: the explicit replicated step s -a-> t, on ranks 0 and
   r at once, is a behaviour of the pair encoding, with its shared choices (one value
@@ -21,12 +22,23 @@ from .forest import SlotSort, ground
 
 def same_value(m, s, r: int) -> bool:
     from .epr_rank_agreement import same
+
+    return pair_value(m, s, r, lambda u, v0, vr: same(v0, vr))
+
+
+def pair_value(m, s, r: int, fn, t=None) -> bool:
+    """A formula over ranks 0 and r of s (``fn(u, v0, vr)``), or with ``t`` over their
+    pre- and post-states (``fn(u, v0, w0, vr, wr)``), on the closed forest."""
     from .epr_agreement import _all_hold
 
     u, pages, facts = _base(m)
-    v0, f0 = _lift(m, s, 0, u, pages)
-    vr, fr = _lift(m, s, r, u, pages)
-    return _all_hold(pages, facts + f0 + fr, {"same": same(v0, vr)}, u.slot_consts)["same"]
+    views = []
+    for h in (0, r):
+        for st in (s, t) if t is not None else (s,):
+            v, f = _lift(m, st, h, u, pages)
+            views.append(v)
+            facts = facts + f
+    return _all_hold(pages, facts, {"v": fn(u, *views)}, u.slot_consts)["v"]
 
 
 def spec_same(m, s, r: int) -> bool:

@@ -117,6 +117,21 @@ def test_the_obligations_are_proved():
         assert (r.status, r.pages) == ("proved", "any"), r
 
 
+def test_every_shared_choice_is_one_the_encoding_makes():
+    """``SHARED`` names choices by the encoding's names for them: a name no pair setup
+    makes (an encoding renamed or computed it since) shares nothing, and the choice it
+    meant falls to the taint pass (the drain round's collective outcomes did, merging
+    proofs.epr_drain: each rank got its own "some rank holds a plan")."""
+    made = set()
+    for action, variants, fix in ([(a, frozenset(), {}) for a in ra.PAIR_ACTIONS]
+                                  + [("insert", frozenset({"page-ceil-match"}), {"insert_evicts": False}),
+                                     ("insert", frozenset(), {"insert_evicts": True}),
+                                     ("load_back", frozenset(), {"cp": False, "load_back_evicts": True})]):
+        ps = ra.setup(action, variants, fix)
+        made |= {n.split("!")[0] for n in ra._decls(list(ps.su.solver.assertions()))}
+    assert not [n for n in ra.SHARED if n not in made]
+
+
 def test_without_the_digest_excuse_reclaim_divergence_fails(monkeypatch):
     """Duplicate reclaim reads each rank's own registry, so replicas may differ after
     evict: only the digest round's excuse makes the obligation hold."""
