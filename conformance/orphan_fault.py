@@ -17,12 +17,9 @@ from dataclasses import replace
 
 from tiercheck.impl.hicache.metrics import PREFETCH_COMPLETED, PREFETCH_ORPHANED, PREFETCHED
 from tiercheck.models import model_file
-from tiercheck.spec.model import Model
 
 from .counters import increments
-from .reference import ReferenceDriver
-from .runner import replay
-from .situations import first_path
+from .situations import before_last_step
 
 
 def _attached_below_anchor(m, s, a, t) -> bool:
@@ -51,11 +48,7 @@ def orphaned_prefetch_is_dropped() -> str:
     cfg = replace(model_file.load("wt-prefetch-1r").config, page_size=2,
                   requests=((1, 2), (1, 2, 3, 4, 5, 6, 7, 8), (9, 10)), device_pages=4, host_pages=4,
                   faults=frozenset())
-    model = Model(cfg)
-    trace = first_path(model, lambda s, a, t: _attached_below_anchor(model, s, a, t))
-    driver = ReferenceDriver(cfg)
-    try:
-        out = replay(driver, trace[:-1])
+    with before_last_step(cfg, _attached_below_anchor) as (model, trace, driver, out):
         if out.mismatch is not None:
             return f"before the anchor left: {out.mismatch.message}"
         s, step = out.states[-1], trace[-1]
@@ -82,6 +75,4 @@ def orphaned_prefetch_is_dropped() -> str:
         tail = len(op.slots) - want.get(PREFETCH_COMPLETED, 0) // cfg.page_size  # reserved, not fetched
         if len(rank.relq) != relq + (tail > 0):
             problems.append(f"the release queue went from {relq} to {len(rank.relq)} entries")
-    finally:
-        driver.close()
     return f"a prefetch whose anchor left the tree: {'; '.join(problems)}" if problems else ""

@@ -29,8 +29,7 @@ from tiercheck.spec.model import Model
 from . import orphan_fault, scheduler_evict, store_faults
 from .compare import describe_difference, observable
 from .reference import ReferenceDriver, impl_config
-from .runner import replay
-from .situations import first_path
+from .situations import before_last_step, first_path
 
 HANG_GUARD = 90.0  # seconds without a verdict: the scenario hangs (each takes under 20 s idle)
 WORKER_THREAD = "storage-worker-"  # the implementation's storage worker threads (impl/storage/worker.py)
@@ -299,17 +298,17 @@ def close_with_a_backup_queued() -> str:
     return f"the store got {writes} write(s) for a backup still queued at close()" if writes else ""
 
 
+def _prefetch_started(_m, _s, a, t) -> bool:
+    return a.name == "prefetch_from_storage" and bool(t.ranks[0].pq)
+
+
 def terminated_before_its_read() -> str:
     """Manual mode (reads run when the driver says): a prefetch terminated (best_effort)
     before its storage read ran gets nothing, as in the spec, and its read is cancelled,
     never sent to the store (a store that hangs on reads would otherwise stall the
     scheduler inside check_prefetch_progress)."""
     cfg = model_file.load("wt-prefetch-1r").config
-    model = Model(cfg)
-    trace = first_path(model, lambda _s, a, t: a.name == "prefetch_from_storage" and t.ranks[0].pq)
-    driver = ReferenceDriver(cfg)
-    try:
-        out = replay(driver, trace[:-1])
+    with before_last_step(cfg, _prefetch_started) as (model, trace, driver, out):
         if out.mismatch is not None:
             return f"before the prefetch: {out.mismatch.message}"
         rank = driver.group.ranks[0]
@@ -326,8 +325,6 @@ def terminated_before_its_read() -> str:
             problems = describe_difference(model, want, got) if got != want else driver.verify()
             if problems:
                 return f"after {a}: {problems[0]}"
-    finally:
-        driver.close()
     return f"the store got {reads} read(s) for a prefetch terminated before its read ran" if reads else ""
 
 

@@ -14,6 +14,7 @@ applied after that trace: the implementation must not move either.
 from __future__ import annotations
 
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Callable, NamedTuple, Optional
 
@@ -30,6 +31,7 @@ from tiercheck.spec.prefetch_end import revokes_ready
 from tiercheck.spec.write_path import insert_device_need, insert_on_rank
 
 from .counters import _page_state, rank_increments
+from .reference import ReferenceDriver
 from .runner import replay
 
 SEARCH_LIMIT = 50_000  # spec states a search may visit
@@ -53,6 +55,21 @@ def first_path(model, goal: Callable, limit: int = SEARCH_LIMIT, successors: Opt
                 seen.add(t)
                 todo.append((t, path + [a]))
     return None
+
+
+@contextmanager
+def before_last_step(cfg, goal: Callable):
+    """The shortest trace of ``cfg``'s model to a transition that ``goal(model, s, a, t)``
+    meets (as a Situation's goal),
+    all but its last step replayed on a fresh reference driver (closed on exit): yields
+    (model, trace, driver, the replay's outcome), for a fault applied at that last step."""
+    model = Model(cfg)
+    trace = first_path(model, lambda s, a, t: goal(model, s, a, t))
+    driver = ReferenceDriver(cfg)
+    try:
+        yield model, trace, driver, replay(driver, trace[:-1])
+    finally:
+        driver.close()
 
 
 class Situation(NamedTuple):

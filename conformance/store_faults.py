@@ -23,7 +23,7 @@ from tiercheck.spec.model import Model
 from .compare import describe_difference, observable
 from .reference import ReferenceDriver
 from .runner import replay
-from .situations import first_path
+from .situations import before_last_step, first_path
 
 
 def _partial_of_two(m, s, a, t) -> bool:
@@ -49,11 +49,7 @@ def failed_batch_is_a_partial_backup() -> str:
     """wt-storage-1r: the shortest trace to a partial backup of a 2-page node, its last
     step replaced by the armed store fault and a full storage_backup_done."""
     cfg = model_file.load("wt-storage-1r").config
-    model = Model(cfg)
-    trace = first_path(model, lambda s, a, t: _partial_of_two(model, s, a, t))
-    driver = ReferenceDriver(cfg)
-    try:
-        out = replay(driver, trace[:-1])
+    with before_last_step(cfg, _partial_of_two) as (model, trace, driver, out):
         if out.mismatch is not None:
             return f"before the backup: {out.mismatch.message}"
         group = driver.group
@@ -73,8 +69,6 @@ def failed_batch_is_a_partial_backup() -> str:
         failed = group.metrics()[0].get(STORAGE_FAILED_PAGES, 0) - failed
         want, got = observable(model.next_state(out.states[-1], trace[-1])), observable(driver.state())
         problems = describe_difference(model, want, got) if got != want else driver.verify()
-    finally:
-        driver.close()
     if problems:
         return f"a store batch failing from its second page is not the spec's {trace[-1]}: {problems[0]}"
     return "" if failed == 1 else f"{STORAGE_FAILED_PAGES} went up by {failed}, 1 page failed"
