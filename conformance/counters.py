@@ -158,7 +158,7 @@ def rejection_problems(model, before: State, action, was: list, now: list, after
         return []
     out = []
     skip = rejections.unchecked(model, action)
-    for r, want in enumerate(rejections.rejections(model, before, action)):
+    for r, want in enumerate(rejections.rejections(model, before, action, spec)):
         for key in REJECTED_NAMES:
             got = now[r].get(key, 0) - was[r].get(key, 0)
             if key not in skip and got != want.get(key, 0):

@@ -38,10 +38,15 @@ def unchecked(model, action) -> frozenset:
     return frozenset()
 
 
-def rejections(model, before, action) -> list:
+_NOT_GIVEN = object()
+
+
+def rejections(model, before, action, after=_NOT_GIVEN) -> list:
     """Per rank, counter name -> the tokens the spec's step ``action`` from ``before``
-    rejects (nothing for a step the spec disables: the implementation must not move)."""
-    after = model.next_state(before, action)
+    rejects (nothing for a step the spec disables: the implementation must not move).
+    ``after``: the spec's successor (None: disabled) when the caller has it already."""
+    if after is _NOT_GIVEN:
+        after = model.next_state(before, action)
     out = [Counter() for _ in before.ranks]
     if after is None:
         return out
