@@ -22,8 +22,9 @@ from tiercheck.impl.hicache.metrics import DEVICE_EVICTED, DUP_RECLAIMED
 from tiercheck.models import model_file
 from tiercheck.spec.action import act
 from tiercheck.spec.cp_planner import lane_of
+from tiercheck.spec.host_eviction import evict_host
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
-from tiercheck.spec.state import HOST_RESIDENT, live_nodes, node_pages
+from tiercheck.spec.state import HOST_RESIDENT, live_nodes, node_len, node_pages
 from tiercheck.spec.model import Model
 from tiercheck.spec.prefetch import _anchor as prefetch_anchor
 from tiercheck.spec.prefetch import _held_from as held_from
@@ -80,6 +81,7 @@ class Situation(NamedTuple):
     probe: Optional[Callable] = None  # (model, t) -> an action the spec disables in t, applied after the trace
     overrides: tuple = ()  # (Config field, value) pairs changed from the shipped model
     backend: str = "lockstep"  # the reference's backend in the mutation suite (gloo: one process per rank)
+    skip: tuple = ()  # actions the search does not take (a smaller space; the trace is still the spec's)
 
 
 def _prefetch_one_store(m, s, a, t) -> bool:
@@ -212,6 +214,18 @@ def _fetched_inside_node(m, s, a, t) -> bool:
     return have > 0 and rs.owner[fetched[have - 1]] != fetched[have - 1]
 
 
+def _fetched_all_cached(m, s, a, t) -> bool:
+    """A prefetch ends whose whole fetched run is cached already (the request was
+    inserted while its read ran): nothing is attached, the run's host slots are freed."""
+    if a.name != "check_prefetch_progress" or t == s:
+        return False
+    rs, i = s.ranks[0], a["op"]
+    req, _anchor, k, _n = rs.pq[i]
+    completed = min(max(r.pdone[i], 0) for r in s.ranks)
+    fetched = m.pages.request_pages[req][k:k + completed]
+    return len(fetched) > 0 and all(rs.owner[p] >= 0 for p in fetched)
+
+
 def _prefetch_below_three(m, s, a, t) -> bool:
     """A prefetch starts below an anchor at least three pages deep (the rank finds the
     anchor's node by the last matched page, wherever the match ends)."""
@@ -289,6 +303,54 @@ def _diverged_node_keys(m, s, a, t) -> bool:
     return any(e != f for e, f in zip(mine, theirs))
 
 
+def _room_beside_host_leaf(m, s, a, t) -> bool:
+    """An insert where a rank has host room for the first node it stages while
+    evict_host would free a host leaf: with partial-backup-leak each rank allocates on its
+    own, and a rank with room must not run the fallback eviction."""
+    if a.name != "insert" or t == s:
+        return False
+    for r, rs in enumerate(s.ranks):
+        if r in (a.get("fail") or ()):
+            continue
+        rs, want = insert_on_rank(m, rs, a["req"])
+        if want:
+            need = node_len(m.pages, rs, want[0])
+            if rs.host_free >= need and evict_host(m, rs, need) != rs:
+                return True
+    return False
+
+
+def _diverged_anchor_req(m, t):
+    """A request every rank could hang a prefetch below, but each below its own anchor
+    (the replicas diverged), with the first missing page in some rank's store: the ranks
+    must agree to refuse it (None when there is none)."""
+    for req in range(len(m.pages.request_pages)):
+        anchors = [prefetch_anchor(m, rs, req) for rs in t.ranks]
+        path = m.pages.request_pages[req]
+        if (None not in anchors and len(set(anchors)) > 1
+                and any(held_from(m, t, r, path, x[0]) for r, x in enumerate(anchors))):
+            return req
+    return None
+
+
+def _diverged_anchors(m, s, a, t) -> bool:
+    return _diverged_anchor_req(m, t) is not None
+
+
+def _prefetch_diverged(m, t):
+    """prefetch_from_storage of that request (the spec disables it: the anchors differ)."""
+    return act("prefetch_from_storage", req=_diverged_anchor_req(m, t))
+
+
+def _diverged_counts_two_apart(m, s, a, t) -> bool:
+    """An insert for which one diverged replica wants at least two nodes staged more than
+    the other: past the shorter list the ranks must go on refusing, not stage by index."""
+    if a.name != "insert" or t == s:
+        return False
+    counts = [len(insert_on_rank(m, rs, a["req"])[1]) for rs in s.ranks]
+    return max(counts) - min(counts) >= 2
+
+
 SITUATIONS = (
     Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
               overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
@@ -327,6 +389,11 @@ SITUATIONS = (
     Situation("a fetched run cached up to a node's second page", "wt-prefetch-1r", (), _fetched_inside_node,
               overrides=(("requests", ((1, 2, 3), (1, 2), (4,))), ("device_pages", 3), ("host_pages", 3),
                          ("faults", frozenset()))),
+    # A long request (257 pages, past the 256 up to which CPython shares one int object
+    # per value, so a page count compared by identity differs from one compared by value).
+    Situation("a fetched run of 257 pages cached whole", "wt-prefetch-1r", (), _fetched_all_cached,
+              overrides=(("requests", (tuple(range(1, 258)), (258,))), ("device_pages", 257), ("host_pages", 257),
+                         ("faults", frozenset()))),
 )
 
 # Situations only a catalogued bug leads to (a bug model's own variants): replayed with
@@ -338,6 +405,25 @@ TWIN_SITUATIONS = (
     Situation("an insert the diverged replicas disagree on", "variants/lru-local-clock", (), _diverged_insert),
     Situation("an insert the diverged replicas stage different nodes for", "variants/lru-local-clock", (),
               _diverged_node_keys, overrides=(("requests", ((1,), (2,), (3,), (1, 4))),)),
+    Situation("a backup with host room beside a host leaf, each rank on its own", "variants/partial-backup-leak", (),
+              _room_beside_host_leaf, overrides=(("requests", ((1,), (2,))),)),
+    # Rank 1 drops pages 1 and 2, which rank 0 keeps host-only (each rank's own LRU
+    # clock); page 1 comes back on both, on rank 1 without a host copy (the ranks' counts
+    # differ, nobody stages it); then request (1, 2) wants page 1's node and a new one
+    # staged on rank 1, nothing on rank 0.
+    Situation("an insert the diverged replicas stage two nodes apart for", "variants/lru-local-clock", (),
+              _diverged_counts_two_apart, overrides=(("requests", ((1,), (1, 2), (3,), (4,))), ("host_pages", 3)),
+              skip=("load_back", "load_dma_done", "loading_check")),
+    # Rank 1's backup of page 1 fails, rank 0's lands (committed once rank 1 acks a
+    # backup of page 3): rank 0 keeps page 1 as a host-only node once it leaves the
+    # device, rank 1 drops it; with one writer, rank 1's hit query finds it in the store.
+    # (Request (1, 2) is not inserted before: the spec's bug stages rank 0's node on
+    # every rank, which departs from the implementation once the ranks want different
+    # nodes at the same place of their lists.)
+    Situation("a prefetch the diverged replicas anchor differently", "variants/partial-backup-leak", (),
+              _diverged_anchors, _prefetch_diverged,
+              overrides=(("requests", ((1,), (1, 2), (3,))), ("storage", True), ("prefetch", True),
+                         ("single_writer", True))),
 )
 
 
@@ -350,7 +436,8 @@ def trace(sit: Situation):
     if sit.faults:
         cfg = replace(cfg, faults=frozenset(cfg.faults) | frozenset(sit.faults))
     model = Model(cfg)
-    path = first_path(model, lambda s, a, t: sit.goal(model, s, a, t))
+    path = first_path(model, lambda s, a, t: sit.goal(model, s, a, t), successors=(
+        lambda s: ((a, model.next_state(s, a)) for a in model.actions(s) if a.name not in sit.skip)) if sit.skip else None)
     if path is None:
         raise LookupError(f"situation {sit.name!r}: no trace of {sit.model} reaches it")
     probes = ()

@@ -67,10 +67,14 @@ def test_a_search_that_finds_nothing_says_so():
 
 @pytest.mark.parametrize("sit", st.TWIN_SITUATIONS, ids=lambda s: s.name)
 def test_a_twin_situation_needs_its_bug_and_its_trace_reaches_it(sit):
-    cfg, actions, _probes = st.trace(sit)
+    cfg, actions, probes = st.trace(sit)
     assert cfg.variants  # replayed with the bug on both sides (benchmarks/mutation_suite.py)
     model = Model(cfg)
     s = model.init_states()[0]
-    for a in actions[:-1]:
+    last = len(actions) - len(probes) - 1
+    for a in actions[:last]:
         s = model.next_state(s, a)
-    assert sit.goal(model, s, actions[-1], model.next_state(s, actions[-1]))
+    t = model.next_state(s, actions[last])
+    assert sit.goal(model, s, actions[last], t)
+    for i in probes:
+        assert model.next_state(t, actions[i]) is None or actions[i] not in model.actions(t)  # disabled: a probe

@@ -1,0 +1,86 @@
+"""The situations that kill the last survivors of session 9's mutation sample, each
+against its mutant: the reference agrees on the situation, and the same reference with
+the one method recompiled from its source with the mutant's edit does not."""
+
+from __future__ import annotations
+
+import __future__
+import importlib.util
+import inspect
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tiercheck.conformance import situations as st
+from tiercheck.conformance.adapters import driver_factory
+from tiercheck.impl.hicache.prefetch import Prefetch
+from tiercheck.impl.hicache.write_path import WritePath
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def suite():
+    spec = importlib.util.spec_from_file_location("bench_mutation_suite", ROOT / "benchmarks" / "mutation_suite.py")
+    ms = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ms)
+    return ms
+
+
+def _mutate(monkeypatch, cls, name: str, old: str, new: str) -> None:
+    """``cls.name`` replaced by its own source with ``old`` (once in it) turned into
+    ``new``, compiled in its module's namespace: the mutant, as cosmic-ray writes it."""
+    func = getattr(cls, name)
+    src = textwrap.dedent(inspect.getsource(func))
+    assert src.count(old) == 1, f"{cls.__name__}.{name} no longer reads {old!r}"
+    code = compile(src.replace(old, new), inspect.getsourcefile(func), "exec",
+                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    made: dict = {}
+    exec(code, inspect.getmodule(func).__dict__, made)  # noqa: S102 -- the project's own source, one edit
+    monkeypatch.setattr(cls, name, made[name])
+
+
+def _situation(name: str):
+    return next(s for s in st.SITUATIONS + st.TWIN_SITUATIONS if s.name == name)
+
+
+def _verdict(suite, sit) -> str:
+    """"" when the reference agrees on the situation, else where it departs (the twin
+    replay for a situation of a catalogued bug, as the mutation suite runs it)."""
+    if sit in st.TWIN_SITUATIONS:
+        cfg, actions, probes = st.trace(sit)
+        return suite._twin_departs(cfg, actions, next(iter(cfg.variants)), probes)
+    return st.check(sit, lambda cfg: driver_factory("reference", cfg))
+
+
+@pytest.mark.parametrize("name, cls, method, old, new, caught", [
+    # prefetch.py:58: the hit query's anchor keys compared by identity (never the same
+    # object), so diverged replicas prefetch below different anchors.
+    ("a prefetch the diverged replicas anchor differently", Prefetch, "prefetch_from_storage",
+     "mins[1] != maxs[1]", "mins[1] is maxs[1]", "storage_prefetch"),
+    # prefetch.py:151: the page count compared by identity: a run of more than 256 pages
+    # cached whole is attached again (as an empty node).
+    ("a fetched run of 257 pages cached whole", Prefetch, "check_prefetch_progress",
+     "if have < len(fetched) and", "if have is not len(fetched) and", "IndexError"),
+    # write_path.py:138: past the shorter list a rank stages by index.
+    ("an insert the diverged replicas stage two nodes apart for", WritePath, "_write_backups",
+     "if i >= mins[0]:", "if i is mins[0]:", "IndexError"),
+    # write_path.py:154 (partial-backup-leak's branch): a rank with room runs the fallback
+    # host eviction anyway.
+    ("a backup with host room beside a host leaf, each rank on its own", WritePath, "_allocate_host",
+     "if not self._host_ok(need, fail):", "if self._host_ok(need, fail):", "host_free"),
+])
+def test_the_situation_kills_its_mutant(suite, monkeypatch, name, cls, method, old, new, caught):
+    sit = _situation(name)
+    assert _verdict(suite, sit) == ""
+    _mutate(monkeypatch, cls, method, old, new)
+    assert caught in _verdict(suite, sit)
+
+
+def test_the_long_run_is_past_the_shared_small_ints():
+    """The 257-page situation fetches more than 256 pages (CPython shares one int object
+    per value up to 256: below that an identity test agrees with an equality test)."""
+    cfg, actions, _probes = st.trace(_situation("a fetched run of 257 pages cached whole"))
+    req = next(a["req"] for a in actions if a.name == "prefetch_from_storage")
+    assert len(cfg.requests[req]) // cfg.page_size > 256
