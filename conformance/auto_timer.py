@@ -82,7 +82,7 @@ def timer_while_reading(cfg) -> list:
         check = next(a for a in model.actions(s) if a.name == "check_prefetch_progress")
         rcfg = driver.group.ranks[0].cfg
         pages = s.ranks[0].pq[check["op"]][3]
-        at, past = instants(START, rcfg.prefetch_timeout_base + pages * rcfg.prefetch_timeout_per_page)
+        at, past = instants(START, rcfg.prefetch_timeout_base + pages * rcfg.timeout_per_page)
         for now, when in ((START, "at the prefetch's start"), (at, "at the timer's limit")):
             clock.now = now
             ReferenceDriver.apply(driver, check)

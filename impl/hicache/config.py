@@ -63,10 +63,12 @@ class HiCacheConfig:
     anti_churn_refresh_rounds: int | None = None
     prefetch_stop_policy: str = "best_effort"
     # timeout policy: a read times out after base + pages * per_page seconds (seed 004's
-    # prefetch_timeout_base, prefetch_timeout_per_ki_token scaled to a page); in manual
-    # mode only the driver's prefetch_timeout step fires the timer.
+    # prefetch_timeout_base and prefetch_timeout_per_ki_token, which it scales to a page as
+    # page_size / 1024 * per_ki_token); in manual mode only the driver's prefetch_timeout
+    # step fires the timer. prefetch_timeout_per_page, when set, overrides the scaling.
     prefetch_timeout_base: float = 1.0
-    prefetch_timeout_per_page: float = 0.25 / 1024
+    prefetch_timeout_per_ki_token: float = 0.25
+    prefetch_timeout_per_page: float | None = None
     storage_batch_pages: int | None = None
     # Check the bytes of every load-back at its ack (raises ProtocolError on a mismatch).
     verify_loads: bool = False
@@ -113,6 +115,12 @@ class HiCacheConfig:
                 raise UserError(f"hicache: {name} must be None or a positive int, got {v!r}")
         if not isinstance(self.cp_lanes, int) or isinstance(self.cp_lanes, bool) or self.cp_lanes < 1:
             raise UserError(f"hicache: cp_lanes must be a positive int, got {self.cp_lanes!r}")
+        for name in ("prefetch_timeout_base", "prefetch_timeout_per_ki_token", "prefetch_timeout_per_page"):
+            v = getattr(self, name)
+            if v is None and name == "prefetch_timeout_per_page":
+                continue
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v < float("inf"):
+                raise UserError(f"hicache: {name} must be a finite number >= 0, got {v!r}")
         if self.prefetch and not self.storage:
             raise UserError("hicache: prefetch needs storage")
         if self.mirror_release and not self.storage:
@@ -128,6 +136,14 @@ class HiCacheConfig:
     @property
     def write_threshold(self) -> int:
         return 2 if self.policy == "write_through_selective" else 1
+
+    @property
+    def timeout_per_page(self) -> float:
+        """Seconds of prefetch timer allowance per page (seed 004: page_size / 1024 *
+        prefetch_timeout_per_ki_token, unless prefetch_timeout_per_page overrides it)."""
+        if self.prefetch_timeout_per_page is not None:
+            return self.prefetch_timeout_per_page
+        return self.layout.page_size / 1024 * self.prefetch_timeout_per_ki_token
 
     def has(self, variant: str) -> bool:
         return variant in self.variants

@@ -183,7 +183,7 @@ class Prefetch:
         if policy == "wait_complete":
             return completed
         if not op.timed_out and not self.cfg.manual:
-            limit = self.cfg.prefetch_timeout_base + len(op.pages) * self.cfg.prefetch_timeout_per_page
+            limit = self.cfg.prefetch_timeout_base + len(op.pages) * self.cfg.timeout_per_page
             op.timed_out = time.monotonic() - op.start > limit
         return completed or op.timed_out
 

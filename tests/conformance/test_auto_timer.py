@@ -50,7 +50,7 @@ def test_a_timer_that_fires_at_the_limit_is_caught(monkeypatch):
     from tiercheck.impl.hicache import prefetch
 
     def at_or_past(self, op, finished):
-        limit = self.cfg.prefetch_timeout_base + len(op.pages) * self.cfg.prefetch_timeout_per_page
+        limit = self.cfg.prefetch_timeout_base + len(op.pages) * self.cfg.timeout_per_page
         return finished or prefetch.time.monotonic() - op.start >= limit
 
     monkeypatch.setattr(Prefetch, "_can_terminate", at_or_past)
@@ -64,7 +64,7 @@ def test_manual_mode_ignores_the_clock_and_a_rank_that_reads_it_is_caught(monkey
     assert auto_timer.manual_ignores_clock(_cfg()) == ""
 
     def wall_timer(self, op, finished):
-        limit = self.cfg.prefetch_timeout_base + len(op.pages) * self.cfg.prefetch_timeout_per_page
+        limit = self.cfg.prefetch_timeout_base + len(op.pages) * self.cfg.timeout_per_page
         return finished or op.timed_out or prefetch.time.monotonic() - op.start > limit
 
     monkeypatch.setattr(Prefetch, "_can_terminate", wall_timer)
