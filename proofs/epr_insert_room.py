@@ -62,18 +62,16 @@ def insert_facts(su, held) -> list:
     return [f for f in su.u.facts[su.params["room_facts"]:] if f.get_id() in ids]
 
 
-def eviction_lemmas(su, held) -> dict:
-    """Part (1): {K: proved} for K in KEPT, from ``held`` (memoised on the setup: the
-    audit asks for several targets on one)."""
+def kept(su, held, k: str) -> bool:
+    """Part (1) for K = ``k``: held => K(m) (memoised on the setup: the audit asks for
+    several targets on one)."""
     from .epr_properties import UPROPS
     from .epr_queues import refutes
 
     memo = su.u.__dict__.setdefault("room_kept", {})
-    m = su.params["room_mid"]
-    for k in KEPT:
-        if k not in memo:
-            memo[k] = refutes(held, PART_RLIMIT, UPROPS[k].fn(su.u, m))
-    return memo
+    if k not in memo:
+        memo[k] = refutes(held, PART_RLIMIT, UPROPS[k].fn(su.u, su.params["room_mid"]))
+    return memo[k]
 
 
 def decides(su, target: str) -> bool:
@@ -86,7 +84,7 @@ def proved(su, target: str) -> bool:
     from .epr_queues import refutes
 
     held = list(su.solver.assertions())
-    if not all(eviction_lemmas(su, held).values()):
+    if not all(kept(su, held, k) for k in KEPT):
         return False
     m = su.params["room_mid"]
     insert_part = [*_base(su.u), *insert_facts(su, held), *[UPROPS[k].fn(su.u, m) for k in KEPT]]

@@ -41,7 +41,7 @@ def test_proved_for_any_pages_in_two_parts():
     assert {t: (r.status, r.pages) for t, r in got.items()} == {t: ("proved", "any") for t in (*ir.TARGETS, ra.TARGET)}
     su = _setup()
     held = list(su.solver.assertions())
-    assert all(ir.eviction_lemmas(su, held).values())
+    assert all(ir.kept(su, held, k) for k in ir.KEPT)
     # the insert part assumes the facts made after the eviction only, none of make_room's
     mine = ir.insert_facts(su, held)
     room = {f.get_id() for f in su.u.facts[:su.params["room_facts"]]}
@@ -83,7 +83,7 @@ def test_an_eviction_that_breaks_the_tree_gets_a_cti(monkeypatch):
 
     monkeypatch.setattr(se, "remove_nodes", leaky)
     su = _setup()
-    assert not ir.eviction_lemmas(su, list(su.solver.assertions()))["tree_closed"]
+    assert not ir.kept(su, list(su.solver.assertions()), "tree_closed")
     for r in prove_action("insert", list(ir.TARGETS), fix=ON):
         assert (r.status, r.pages) == ("failed", "any") and r.cti is not None, r
         assert r.cti["config"]["insert_evicts"] and r.cti["forest"]["pages"] >= 2, r.cti
