@@ -27,7 +27,7 @@ from .epr_actions import UACTIONS, effect
 from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, counting_facts, exact
 from .epr_frame import READS, frame
 from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
-from . import epr_drain, epr_href, epr_prefetch, epr_queues
+from . import epr_drain, epr_href, epr_insert_room, epr_prefetch, epr_queues
 from .epr_queues import covered as queues_covered
 from .forest import Forest, PageSort, finite_model
 from .paged import read_rank, symbolic, values_to_rank
@@ -152,6 +152,8 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
     su.solver.add(*hypotheses(su, target, action), *excluded(su.u, target, action))
     if target in epr_queues.UQPROPS:  # conjunct by conjunct (epr_queues.decide)
         res, model = epr_queues.decide(su, target)
+    elif epr_insert_room.decides(su, target):  # insert's eviction, then the insert (proofs.epr_insert_room)
+        res, model = epr_insert_room.decide(su, target)
     else:
         negated = z3.Not(goal(su, target))
         su.solver.add(*su.u.facts[known:], negated)  # facts the goal named (set sizes)

@@ -294,9 +294,10 @@ def check(ps: PairSetup, action: str, rlimit: int = RLIMIT, target=goal):
 def prove(action: str, variants=frozenset(), fix=None, ps=None):
     """rank_agreement under ``action`` for any number of pages and ranks: the agree case
     here, the diverged case empty (case_vacuity; init has none). Insert and load_back
-    in two parts, their own eviction off and on (proofs.epr_room_pair), insert's with
-    it on left to the bounded audit (epr_sched_evict.UNDECIDED_ON). ``ps``: a pair
-    setup of ``action`` under ``fix`` already built (proofs.epr_planner)."""
+    in two parts, their own eviction off and on (proofs.epr_room_pair; insert's with it
+    on through the view after the eviction, proofs.epr_insert_room); a part that fails
+    ends it. ``ps``: a pair setup of ``action`` under ``fix`` already built
+    (proofs.epr_planner)."""
     from .audit import _merge
     from .epr_sched_evict import SPLIT, UNDECIDED_ON, parts
 
@@ -305,6 +306,8 @@ def prove(action: str, variants=frozenset(), fix=None, ps=None):
     for part in [{}] if ps is not None else [p for p in parts(action, fix) if not p.items() & bounded.items()]:
         r = _prove_part(action, variants, {**(fix or {}), **part}, ps)
         out = r if out is None else _merge(out, r)
+        if out.status == "failed":
+            break
     return out
 
 
@@ -322,9 +325,12 @@ def _prove_part(action: str, variants, fix, ps):
 
 def decide(ps: PairSetup, action: str, target: str, goal_fn, t0: float):
     """One two-view obligation's Result: proved, or failed with a two-rank CTI."""
+    from .epr_insert_room import pair_proved
     from .epr_obligations import extract
     from .obligations import Result
 
+    if pair_proved(ps, goal_fn(ps)):  # insert's eviction, then the insert (proofs.epr_insert_room)
+        return Result(target, action, "proved", time.perf_counter() - t0, None, "any")
     status, _secs, model = check(ps, action, target=goal_fn)
     cti = None
     if model is not None:

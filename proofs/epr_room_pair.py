@@ -34,9 +34,8 @@ digest comparison skipped or overflowing: digest-unchecked, negated-pair-overflo
 There the outcome stays per rank.
 
 load_back's obligation is proved this way with load_back_evicts on. insert's with
-insert_evicts on is proved too, but z3's effort on it depends on the names the symbols
-get (1.5 to 42 s), so the audit keeps that part bounded (epr_sched_evict.UNDECIDED_ON)
-and epr_rank_agreement.prove leaves it out.
+insert_evicts on too, through the view after the eviction (proofs.epr_insert_room):
+decided at once, z3's effort on it depended on the names the symbols got (1.5 to 42 s).
 """
 
 from __future__ import annotations
