@@ -27,7 +27,8 @@ from .epr_actions import UACTIONS, effect
 from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, counting_facts, exact
 from .epr_frame import READS, frame
 from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
-from . import epr_drain, epr_href, epr_prefetch, epr_queues, fresh
+from . import epr_drain, epr_href, epr_prefetch, epr_queues
+from .fresh_solver import solver as fresh_solver
 from .epr_queues import covered as queues_covered
 from .forest import Forest, PageSort, finite_model
 from .paged import read_rank, symbolic, values_to_rank
@@ -155,7 +156,7 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
     else:
         negated = z3.Not(goal(su, target))
         su.solver.add(*su.u.facts[known:], negated)  # facts the goal named (set sizes)
-        sol = fresh.solver(su.solver.assertions(), timeout_ms)  # not incremental (proofs.fresh)
+        sol = fresh_solver(su.solver.assertions(), timeout_ms)  # not incremental (proofs.fresh_solver)
         res = sol.check()
         model = sol.model() if res == z3.sat else None
         if res == z3.unknown or (res == z3.sat and sized):

@@ -33,7 +33,7 @@ import z3
 
 from ..spec.state import HOST_RESIDENT, LOADING, WRITING
 from .forest import PageSort, forall
-from . import fresh
+from .fresh_solver import solver as fresh_solver
 
 _ids = itertools.count()
 B = z3.BoolSort()
@@ -435,7 +435,7 @@ def decide(su, target: str, tiers=TIERS):
             + ([] if _exists(c) else last))
         if any(refutes(hyps, limit, c) for hyps, limit in order):
             continue
-        sol = fresh.solver([*su.solver.assertions(), z3.Not(c)])  # not incremental (proofs.fresh)
+        sol = fresh_solver([*su.solver.assertions(), z3.Not(c)])  # not incremental (proofs.fresh_solver)
         res = _limited(sol, FULL_RLIMIT)
         model = sol.model() if res == z3.sat else None
         if res == z3.unknown:
