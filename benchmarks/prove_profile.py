@@ -1,5 +1,5 @@
 """Where the proof audit spends its CPU: every job of `tiercheck prove --unbounded` run
-one after another in this process, with its CPU seconds.
+one after another, each in a process of its own as the audit runs it, with its CPU seconds.
 
     python benchmarks/prove_profile.py                 # the table, costliest first
     python benchmarks/prove_profile.py --write         # also regenerate proofs/audit_costs.py
@@ -17,25 +17,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 COSTS = Path(__file__).resolve().parent.parent / "proofs" / "audit_costs.py"
 
 
 def profile(unbounded: bool, pages: int, actions=None):
-    from tiercheck.proofs.audit import _job, _jobs, _theorems
+    from tiercheck.proofs.audit import _job, _jobs, _theorems, forked_pool
     from tiercheck.proofs.obligations import ACTION_NAMES
     from tiercheck.proofs.schedule import job_key
 
     rows = []
-    if not actions:
-        t0 = time.process_time()
-        _theorems(None)
-        rows.append(("theorems", time.process_time() - t0, 0))
-    for job in _jobs(list(actions or ACTION_NAMES), (), pages, unbounded):
+    jobs = _jobs(list(actions or ACTION_NAMES), (), pages, unbounded)
+    with forked_pool(1) as pool:  # each job in a fresh process, as the audit runs it
+        if not actions:
+            rows.append(("theorems", pool.apply(_theorems, (None,))[1], 0))
+        done = pool.map(_job, jobs, chunksize=1)
+    for job, (results, cpu) in zip(jobs, done):
         action, kind, _v, _p, targets, fix = job
-        results, cpu = _job(job)
         bad = [r for r in results if r.status != "proved"]
         if bad:
             raise SystemExit(f"{job_key(action, kind, fix)}: not proved: {[r.target for r in bad]}")
@@ -44,8 +43,8 @@ def profile(unbounded: bool, pages: int, actions=None):
 
 
 def write_costs(rows) -> None:
-    lines = ['"""CPU seconds per audit job, measured by benchmarks/prove_profile.py --write (one',
-             "process, one job after another); proofs/schedule.py orders the pool's jobs by them.",
+    lines = ['"""CPU seconds per audit job, measured by benchmarks/prove_profile.py --write (each',
+             "in a fresh process, one after another); proofs/schedule.py orders the pool's jobs by them.",
              'Regenerate after moving obligations between jobs; a job missing here gets a default."""',
              "", "COSTS = {"]
     lines += [f"    {k!r}: {c:.2f}," for k, c, _n in sorted(rows, key=lambda r: r[0]) if k != "theorems"]

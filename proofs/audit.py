@@ -166,6 +166,16 @@ def _theorems(_):
     return [run_theorem(t) for t in THEOREMS], time.process_time() - t0
 
 
+def forked_pool(workers: int):
+    """A pool that runs each job in a process of its own, forked from this one (also
+    with one worker). z3's quantifier instantiation depends on the terms made before in
+    the process (their order and names): in a worker that ran other jobs first, a job
+    cost up to 4x what it costs in a fresh process, and its cost depended on which jobs
+    the pool had handed that worker. A fork costs milliseconds (docs/proofs.md, "Cost of
+    the audit")."""
+    return mp.get_context("fork").Pool(max(1, workers), maxtasksperchild=1)
+
+
 def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions=None, unbounded=False,
               slots=False) -> Audit:
     """``slots``: also slot_ownership's host half (slot identities on; not in the default
@@ -175,22 +185,17 @@ def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions
     names.sort(key=lambda a: _ORDER.index(a) if a in _ORDER else len(_ORDER))
     jobs = _jobs(names, tuple(sorted(variants)), pages, unbounded, slots)
     cpu = 0.0
-    if workers > 1:
-        from .schedule import longest_first
+    from .schedule import longest_first
 
-        # longest first (proofs.schedule); merged below in the jobs' own order, as before
-        run = longest_first(list(range(len(jobs))), lambda i: (jobs[i][0], jobs[i][1], jobs[i][4], jobs[i][5]))
-        ctx = mp.get_context("fork")
-        with ctx.Pool(workers) as pool:
-            th_async = pool.apply_async(_theorems, (None,))
-            done = pool.map(_job, [jobs[i] for i in run], chunksize=1)
-            theorems, c = th_async.get()
-        parts = [None] * len(jobs)
-        for i, part in zip(run, done):
-            parts[i] = part
-    else:
-        parts = [_job(j) for j in jobs]
-        theorems, c = _theorems(None)
+    # longest first (proofs.schedule); merged below in the jobs' own order, as before
+    run = longest_first(list(range(len(jobs))), lambda i: (jobs[i][0], jobs[i][1], jobs[i][4], jobs[i][5]))
+    with forked_pool(workers) as pool:
+        th_async = pool.apply_async(_theorems, (None,))
+        done = pool.map(_job, [jobs[i] for i in run], chunksize=1)
+        theorems, c = th_async.get()
+    parts = [None] * len(jobs)
+    for i, part in zip(run, done):
+        parts[i] = part
     cpu += c
     by_action: Dict[str, Dict[str, Result]] = {}
     for (a, *_rest), (rs, c) in zip(jobs, parts):

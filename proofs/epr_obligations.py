@@ -28,6 +28,7 @@ from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, counting_fact
 from .epr_frame import READS, frame
 from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
 from . import epr_drain, epr_href, epr_insert_room, epr_prefetch, epr_queues
+from .fresh_solver import solver as fresh_solver
 from .epr_queues import covered as queues_covered
 from .forest import Forest, PageSort, finite_model
 from .paged import read_rank, symbolic, values_to_rank
@@ -157,12 +158,13 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
     else:
         negated = z3.Not(goal(su, target))
         su.solver.add(*su.u.facts[known:], negated)  # facts the goal named (set sizes)
-        res = su.solver.check()
-        model = su.solver.model() if res == z3.sat else None
+        sol = fresh_solver(su.solver.assertions(), timeout_ms)  # not incremental (proofs.fresh_solver)
+        res = sol.check()
+        model = sol.model() if res == z3.sat else None
         if res == z3.unknown or (res == z3.sat and sized):
             # with set sizes, a model of the abstraction may give a size no finite set has:
             # the counterexample is searched for with every size exact (epr_counting.exact)
-            model = finite_model(list(su.solver.assertions()), extra=exact(su.u) if sized else None)
+            model = finite_model(list(sol.assertions()), extra=exact(su.u) if sized else None)
             res = z3.sat if model is not None else z3.unknown
     cti = extract(su, model, target, action) if model is not None else None
     su.solver.pop()
@@ -292,9 +294,9 @@ def prove_all(variants=(), workers: int = 2, actions=None) -> list:
     """Every covered obligation, over a process pool (one job per action)."""
     jobs = [(a, tuple(sorted(variants))) for a in (actions or COVERED_ACTIONS) if a in UACTIONS]
     if workers > 1:
-        import multiprocessing as mp
+        from .audit import forked_pool
 
-        with mp.get_context("fork").Pool(workers) as pool:
+        with forked_pool(workers) as pool:  # a fresh process per job (audit.forked_pool)
             parts = pool.map(_prove_job, jobs, chunksize=1)
     else:
         parts = [_prove_job(j) for j in jobs]

@@ -33,6 +33,7 @@ import z3
 
 from ..spec.state import HOST_RESIDENT, LOADING, WRITING
 from .forest import PageSort, forall
+from .fresh_solver import solver as fresh_solver
 
 _ids = itertools.count()
 B = z3.BoolSort()
@@ -434,14 +435,12 @@ def decide(su, target: str, tiers=TIERS):
             + ([] if _exists(c) else last))
         if any(refutes(hyps, limit, c) for hyps, limit in order):
             continue
-        su.solver.push()
-        su.solver.add(z3.Not(c))
-        res = _limited(su.solver, FULL_RLIMIT)
-        model = su.solver.model() if res == z3.sat else None
+        sol = fresh_solver([*su.solver.assertions(), z3.Not(c)])  # not incremental (proofs.fresh_solver)
+        res = _limited(sol, FULL_RLIMIT)
+        model = sol.model() if res == z3.sat else None
         if res == z3.unknown:
-            model = finite_model(list(su.solver.assertions()), extra_sorts=tuple(SORTS.values()))
+            model = finite_model(list(sol.assertions()), extra_sorts=tuple(SORTS.values()))
             res = z3.sat if model is not None else res
-        su.solver.pop()
         if res != z3.unsat:
             return res, model
     return z3.unsat, None
