@@ -29,7 +29,7 @@ from tiercheck.spec.model import Model
 from tiercheck.spec.prefetch import _anchor as prefetch_anchor
 from tiercheck.spec.prefetch import _held_from as held_from
 from tiercheck.spec.prefetch_end import revokes_ready
-from tiercheck.spec.write_path import insert_device_need, insert_on_rank
+from tiercheck.spec.write_path import _same_page, insert_device_need, insert_on_rank
 
 from .counters import _page_state, rank_increments
 from .reference import ReferenceDriver
@@ -351,6 +351,20 @@ def _diverged_counts_two_apart(m, s, a, t) -> bool:
     return max(counts) - min(counts) >= 2
 
 
+def _taken_for_sibling(m, s, a, t) -> bool:
+    """An insert (page-ceil-match) with a page of the request not cached while a sibling
+    page with the same leading token is: the walk takes the sibling for it."""
+    if a.name != "insert":
+        return False
+    rs = s.ranks[0]
+    for p in m.pages.request_pages[a["req"]]:
+        above = m.pages.parent[p]
+        siblings = m.pages.children[above] if above >= 0 else m.pages.roots
+        if rs.owner[p] < 0 and any(c != p and rs.owner[c] >= 0 and _same_page(m, c, p) for c in siblings):
+            return True
+    return False
+
+
 SITUATIONS = (
     Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
               overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
@@ -361,6 +375,10 @@ SITUATIONS = (
     # The same with two-token pages: a node's lanes follow its depth in pages, not tokens.
     Situation("insert short of a CP lane only, two-token pages", "cp-planner-lanes-2r", (), _lane_short_insert,
               _lane_short, overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6))))),
+    # Lanes of two pages, one of lane 0's used: one free there (capacity minus used,
+    # not a bitwise difference: 2 ^ 1 would be 3), where request 2/3/4 needs two.
+    Situation("insert short of a CP lane of two pages", "cp-planner-lanes-2r", (), _lane_short_insert, _lane_short,
+              overrides=(("device_pages", 4), ("requests", ((1,), (2, 3, 4))))),
     Situation("a CP load-back victim in a higher device slot", "cp-planner-2r", (), _lane_victim_beside_another,
               overrides=(("cp_lanes", 2), ("device_pages", 3), ("requests", ((1,), (2,), (3,))))),
     Situation("a local touch of the second of three nodes", "lru-2r", (), _touched_second_of_three,
@@ -424,6 +442,15 @@ TWIN_SITUATIONS = (
               _diverged_anchors, _prefetch_diverged,
               overrides=(("requests", ((1,), (1, 2), (3,))), ("storage", True), ("prefetch", True),
                          ("single_writer", True))),
+    # page-ceil-match at the root (two-token pages): page (1, 3) is taken for the cached
+    # page (1, 2); both are first pages, their token paths one page long (the walk must
+    # read a page's leading token at -page_size: at +page_size there is none).
+    Situation("a first page rounded up to a cached sibling", "variants/page-ceil-match", (), _taken_for_sibling,
+              overrides=(("requests", ((1, 2), (1, 3, 5, 6))),)),
+    # The same three pages deep: page (5, 7) is taken for (5, 6), and +page_size would
+    # read the second page's leading token (3), not the third's.
+    Situation("a third page rounded up to a cached sibling", "variants/page-ceil-match", (), _taken_for_sibling,
+              overrides=(("requests", ((1, 2, 3, 4, 5, 6), (1, 2, 3, 4, 5, 7, 8, 9))),)),
 )
 
 

@@ -1,4 +1,4 @@
-"""The situations that kill the last survivors of session 9's mutation sample, each
+"""The situations that kill survivors of the mutation samples (sessions 9 and 10), each
 against its mutant: the reference agrees on the situation, and the same reference with
 the one method recompiled from its source with the mutant's edit does not."""
 
@@ -14,6 +14,7 @@ import pytest
 
 from tiercheck.conformance import situations as st
 from tiercheck.conformance.adapters import driver_factory
+from tiercheck.impl.hicache.cp_load import CpLoadBack
 from tiercheck.impl.hicache.prefetch import Prefetch
 from tiercheck.impl.hicache.write_path import WritePath
 
@@ -70,6 +71,20 @@ def _verdict(suite, sit) -> str:
     # host eviction anyway.
     ("a backup with host room beside a host leaf, each rank on its own", WritePath, "_allocate_host",
      "if not self._host_ok(need, fail):", "if self._host_ok(need, fail):", "host_free"),
+    # cp_load.py:69: a lane's free pages as capacity XOR used (2 ^ 1 = 3, not 1).
+    ("insert short of a CP lane of two pages", CpLoadBack, "lane_free",
+     "c - u for", "c ^ u for", "+ node 2/3/4"),
+    # write_path.py:20 (page-ceil-match): a page's leading token read at +page_size (the
+    # second page's), on either side of the comparison: no such token in a first page...
+    ("a first page rounded up to a cached sibling", WritePath, "_ceil_match",
+     "reg.path[wanted][-reg.page_size]", "reg.path[wanted][reg.page_size]", "IndexError"),
+    ("a first page rounded up to a cached sibling", WritePath, "_ceil_match",
+     "reg.path[cached][-reg.page_size]", "reg.path[cached][+reg.page_size]", "IndexError"),
+    # ...and the wrong token three pages deep: the sibling is not taken.
+    ("a third page rounded up to a cached sibling", WritePath, "_ceil_match",
+     "reg.path[wanted][-reg.page_size]", "reg.path[wanted][reg.page_size]", "- node 1,2/3,4/5,7/8,9"),
+    ("a third page rounded up to a cached sibling", WritePath, "_ceil_match",
+     "reg.path[cached][-reg.page_size]", "reg.path[cached][+reg.page_size]", "- node 1,2/3,4/5,7/8,9"),
 ])
 def test_the_situation_kills_its_mutant(suite, monkeypatch, name, cls, method, old, new, caught):
     sit = _situation(name)
