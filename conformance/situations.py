@@ -23,8 +23,9 @@ from tiercheck.models import model_file
 from tiercheck.spec.action import act
 from tiercheck.spec.cp_planner import lane_of
 from tiercheck.spec.host_eviction import evict_host
+from tiercheck.spec.load_path import nodes_to_load
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
-from tiercheck.spec.state import HOST_RESIDENT, live_nodes, node_len, node_pages
+from tiercheck.spec.state import HOST_RESIDENT, child_nodes, live_nodes, node_len, node_pages, path_to_root
 from tiercheck.spec.model import Model
 from tiercheck.spec.prefetch import _anchor as prefetch_anchor
 from tiercheck.spec.prefetch import _held_from as held_from
@@ -365,6 +366,53 @@ def _taken_for_sibling(m, s, a, t) -> bool:
     return False
 
 
+def _unbacked_leaves(m, rs, e) -> int:
+    """Pages of the unlocked childless device nodes without a host copy off ``e``'s path:
+    what the CP planner could free by deleting them, were they freeable."""
+    path = set(path_to_root(m.pages, rs, e))
+    return sum(node_len(m.pages, rs, x) for x in live_nodes(rs)
+               if x not in path and rs.nodes[x].dev != DEV_ABSENT and rs.nodes[x].host != HOST_RESIDENT
+               and rs.nodes[x].lock == 0 and not child_nodes(m.pages, rs, x))
+
+
+def _load_unbacked_only(m, t):
+    """write_back, CP planner: a load_back of a host-only node the spec disables while,
+    on every rank, device nodes without a host copy could make the room (a victim must
+    free its device copy without a host write: under write_back an unbacked leaf would
+    need one first, so it is no victim). None when there is none."""
+    if not (m.cfg.cp_planner and m.cfg.write_back):
+        return None
+    for e in sorted({e for rs in t.ranks for e in live_nodes(rs) if rs.nodes[e].dev == DEV_ABSENT}):
+        a = act("load_back", node=e)
+        if m.next_state(t, a) is not None:
+            continue
+        fits = True
+        for rs in t.ranks:
+            n = rs.nodes[e]
+            chain = nodes_to_load(m, rs, e) if n is not None and n.dev == DEV_ABSENT else ()
+            need = sum(node_len(m.pages, rs, x) for x in chain)
+            if (not chain or any(rs.nodes[x].host != HOST_RESIDENT for x in chain)
+                    or need <= rs.dev_free or _unbacked_leaves(m, rs, e) < need - rs.dev_free):
+                fits = False
+        if fits:
+            return a
+    return None
+
+
+def _unbacked_blocks_load(m, s, a, t) -> bool:
+    return _load_unbacked_only(m, t) is not None
+
+
+def _load_deleted_unbacked(m, s, a, t) -> bool:
+    """A CP load-back whose planned victim has no host copy (write-through: a childless
+    one is deleted, nothing to write)."""
+    if not m.cfg.cp_planner or a.name != "load_back" or t == s:
+        return False
+    rs, rt = s.ranks[0], t.ranks[0]
+    return any(rs.nodes[e].dev != DEV_ABSENT and rs.nodes[e].host != HOST_RESIDENT
+               and (e >= len(rt.nodes) or rt.nodes[e] is None) for e in live_nodes(rs))
+
+
 SITUATIONS = (
     Situation("host eviction stops at the need", "wt-1r", (), _evicted_past_need,
               overrides=(("requests", ((1, 2), (3,), (4,))), ("device_pages", 2), ("host_pages", 3))),
@@ -381,6 +429,21 @@ SITUATIONS = (
               overrides=(("device_pages", 4), ("requests", ((1,), (2, 3, 4))))),
     Situation("a CP load-back victim in a higher device slot", "cp-planner-2r", (), _lane_victim_beside_another,
               overrides=(("cp_lanes", 2), ("device_pages", 3), ("requests", ((1,), (2,), (3,))))),
+    # Three one-page lanes: a node's lanes count from its first page (its depth in pages
+    # minus its length), so page 1 is on lane 0 and request 4 lacks lane 0 (counted from
+    # its last page, 1 + 1, page 1 would sit on lane 2; with two lanes the two agree).
+    Situation("insert short of a CP lane only, three lanes", "cp-planner-lanes-2r", (), _lane_short_insert,
+              _lane_short, overrides=(("cp_lanes", 3), ("device_pages", 3))),
+    # write_back: the device holds only leaves without a host copy (2 and 3) when page 1
+    # (evicted, backed) is loaded back: the planner may not take them (deleting an
+    # unbacked leaf is write-through's way; write_back would have to write it first),
+    # so the spec refuses the load.
+    Situation("a CP load-back with only unbacked leaves, write_back", "cp-planner-2r", (), _unbacked_blocks_load,
+              _load_unbacked_only, overrides=(("policy", "write_back"),)),
+    # The other way round: under write_through_selective a node seen once has no host copy;
+    # with the device full of such leaves the planner deletes one to load page 1 back.
+    Situation("a CP load-back deleting an unbacked leaf, write_through_selective", "cp-planner-2r", (),
+              _load_deleted_unbacked, overrides=(("policy", "write_through_selective"),)),
     Situation("a local touch of the second of three nodes", "lru-2r", (), _touched_second_of_three,
               overrides=(("host_pages", 3),)),
     Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),

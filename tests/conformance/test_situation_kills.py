@@ -1,4 +1,4 @@
-"""The situations that kill survivors of the mutation samples (sessions 9 and 10), each
+"""The situations that kill survivors of the mutation samples (sessions 9 to 11), each
 against its mutant: the reference agrees on the situation, and the same reference with
 the one method recompiled from its source with the mutant's edit does not."""
 
@@ -14,7 +14,9 @@ import pytest
 
 from tiercheck.conformance import situations as st
 from tiercheck.conformance.adapters import driver_factory
+from tiercheck.impl.hicache import prefetch as prefetch_module
 from tiercheck.impl.hicache.cp_load import CpLoadBack
+from tiercheck.impl.hicache.pages import PageRegistry
 from tiercheck.impl.hicache.prefetch import Prefetch
 from tiercheck.impl.hicache.write_path import WritePath
 
@@ -30,7 +32,7 @@ def suite():
 
 
 def _mutate(monkeypatch, cls, name: str, old: str, new: str) -> None:
-    """``cls.name`` replaced by its own source with ``old`` (once in it) turned into
+    """``cls.name`` (a class's method or a module's function) replaced by its own source with ``old`` (once in it) turned into
     ``new``, compiled in its module's namespace: the mutant, as cosmic-ray writes it."""
     func = getattr(cls, name)
     src = textwrap.dedent(inspect.getsource(func))
@@ -85,12 +87,43 @@ def _verdict(suite, sit) -> str:
      "reg.path[wanted][-reg.page_size]", "reg.path[wanted][reg.page_size]", "- node 1,2/3,4/5,7/8,9"),
     ("a third page rounded up to a cached sibling", WritePath, "_ceil_match",
      "reg.path[cached][-reg.page_size]", "reg.path[cached][+reg.page_size]", "- node 1,2/3,4/5,7/8,9"),
+    # cp_load.py:60: a node's first lane counted from past its last page (depth + len):
+    # 2 * len pages off, which two lanes cannot tell apart; three lanes put page 1 on
+    # lane 2 and let request 4 in on lane 0.
+    ("insert short of a CP lane only, three lanes", CpLoadBack, "_node_lanes",
+     "page_size - len(node)", "page_size + len(node)", "+ node 4"),
+    # cp_load.py:98: an unbacked childless leaf freeable under write_back instead of
+    # write-through: the planner deletes leaf 2 to load page 1 back, which the spec
+    # refuses (write_back)...
+    ("a CP load-back with only unbacked leaves, write_back", CpLoadBack, "_freeable",
+     "(not self.cfg.write_back and", "(self.cfg.write_back and", "- node 2"),
+    # ...and refuses the load the spec makes by deleting leaf 2 (write_through_selective).
+    ("a CP load-back deleting an unbacked leaf, write_through_selective", CpLoadBack, "_freeable",
+     "(not self.cfg.write_back and", "(self.cfg.write_back and", "node 1: device loading->absent"),
+    # prefetch.py:26: the anchor key as one bit of the hash (& 4 for >> 4): the diverged
+    # anchors (1 page, below page 1; none, the root) both get 0, the hit query agrees and
+    # each rank prefetches below its own anchor (a module function, patched in its module).
+    ("a prefetch the diverged replicas anchor differently", prefetch_module, "_anchor_key",
+     "int(h, 16) >> 4", "int(h, 16) & 4", "prefetch_from_storage(req=1)"),
 ])
 def test_the_situation_kills_its_mutant(suite, monkeypatch, name, cls, method, old, new, caught):
     sit = _situation(name)
     assert _verdict(suite, sit) == ""
     _mutate(monkeypatch, cls, method, old, new)
     assert caught in _verdict(suite, sit)
+
+
+def test_the_diverged_anchor_keys_collide_as_one_bit():
+    """What the prefetch.py:26 kill rests on: the two anchors of the diverged situation
+    (rank 0: one page, below page 1; rank 1: none, the root) have different keys, and the
+    mutant's keys (bit 2 of the hash) are equal (both 0)."""
+    page1 = PageRegistry(1).hashes((1,))[0]
+    assert prefetch_module._anchor_key(1, page1) != prefetch_module._anchor_key(0, None)
+    src = textwrap.dedent(inspect.getsource(prefetch_module._anchor_key))
+    made: dict = {}
+    exec(compile(src.replace("int(h, 16) >> 4", "int(h, 16) & 4"), "<mutant>", "exec"),  # noqa: S102
+         prefetch_module.__dict__, made)
+    assert made["_anchor_key"](1, page1) == made["_anchor_key"](0, None) == 0
 
 
 def test_the_long_run_is_past_the_shared_small_ints():
