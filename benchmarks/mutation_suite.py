@@ -19,7 +19,8 @@ The suite is a list of units, run in order until the first disagreement:
   - rare situations (tiercheck.conformance.situations): the shortest spec trace to each,
     probes of disabled steps included;
   - the implementation's own defaults of the protocol's fields against the spec's
-    (tiercheck.conformance.impl_defaults: every other unit sets them all);
+    (tiercheck.conformance.impl_defaults: every other unit sets them all), and the
+    configurations it accepts and refuses (tiercheck.conformance.impl_domain);
   - faults below the protocol (tiercheck.conformance.process_faults): a stopped, slow or
     never-starting gloo rank and a hanging store call must each end in a one-line error
     naming the rank, a store holding other bytes must fail the rank's self-check.
@@ -246,7 +247,14 @@ def default_units():
         for line in lines:
             print(f"defaults: {line}")
         return not lines
-    return [("defaults of the implementation", run)]
+    def domain():
+        from tiercheck.conformance import impl_domain
+
+        lines = impl_domain.problems()
+        for line in lines:
+            print(f"domain: {line}")
+        return not lines
+    return [("defaults of the implementation", run), ("configuration domain of the implementation", domain)]
 
 
 def fault_units():

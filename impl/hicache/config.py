@@ -80,6 +80,13 @@ class HiCacheConfig:
     load_back_threshold: int = 1
 
     def __post_init__(self) -> None:
+        # Switches must be real booleans: "false" read from a file is truthy.
+        for name in ("storage", "prefetch", "mirror_release", "duplicate_reclaim", "single_writer", "manual",
+                     "load_back_evicts", "cp_planner", "poison_on_free", "verify_loads"):
+            if not isinstance(getattr(self, name), bool):
+                raise UserError(f"hicache: {name} must be true or false, got {getattr(self, name)!r}")
+        if self.device is not None and (not isinstance(self.device, str) or not self.device):
+            raise UserError(f"hicache: device must be None or a device name such as 'cpu', got {self.device!r}")
         if not isinstance(self.layout, KVLayout):
             raise UserError(f"hicache: layout must be a KVLayout, got {self.layout!r}")
         # A host pool of 0 pages is a HiCache whose every host allocation fails (no host tier).
@@ -100,10 +107,11 @@ class HiCacheConfig:
             )
         if not isinstance(self.digest_bits, int) or not 2 <= self.digest_bits <= 64:
             raise UserError(f"hicache: digest_bits must be an int in 2..64, got {self.digest_bits!r}")
-        for name in ("host_free_target", "fail_close_after"):
+        # fail_close_after 0 would close a rank before any mismatch: the spec starts at 1.
+        for name, least in (("host_free_target", 0), ("fail_close_after", 1)):
             v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise UserError(f"hicache: {name} must be a non-negative int, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool) or v < least:
+                raise UserError(f"hicache: {name} must be an int >= {least}, got {v!r}")
         if self.slot_order not in ("lifo", "lowest"):
             raise UserError(f"hicache: slot_order must be lifo or lowest, got {self.slot_order!r}")
         v = self.load_back_threshold

@@ -45,7 +45,12 @@ VARIANT_NAMES = frozenset(
 def check_variants(names) -> frozenset:
     if isinstance(names, str):
         names = [names]
-    names = frozenset(names)
+    try:
+        names = frozenset(names)
+    except TypeError:
+        raise UserError(f"variants must be a list of variant names, got {names!r}") from None
+    if not all(isinstance(n, str) for n in names):
+        raise UserError(f"variants must be variant names (strings), got {sorted(map(repr, names))}")
     unknown = sorted(names - VARIANT_NAMES)
     if unknown:
         raise UserError(
