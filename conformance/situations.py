@@ -25,6 +25,7 @@ from tiercheck.spec.cp_planner import lane_of
 from tiercheck.spec.host_eviction import evict_host
 from tiercheck.spec.load_path import nodes_to_load
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
+from tiercheck.spec.state import RESIDENT as DEV_RESIDENT
 from tiercheck.spec.state import HOST_RESIDENT, child_nodes, live_nodes, node_len, node_pages, path_to_root
 from tiercheck.spec.model import Model
 from tiercheck.spec.prefetch import _anchor as prefetch_anchor
@@ -278,6 +279,30 @@ def _touched_second_of_three(m, s, a, t) -> bool:
     return len(live) >= 3 and live[1] == a["node"]
 
 
+def _load_evicts_with_room_left(m, s, a, t) -> bool:
+    """A load_back that evicts its shortfall while the device has some free pages, and a
+    device leaf it did not need stays: evicting the whole chain's size (or more) instead of
+    the shortfall would take that leaf too."""
+    if a.name != "load_back":
+        return False
+    rs, rt = s.ranks[0], t.ranks[0]
+    evicted = [e for e in live_nodes(rs) if rs.nodes[e].dev == DEV_RESIDENT and
+               (rt.nodes[e] is None or rt.nodes[e].dev != DEV_RESIDENT)]
+    spare = [e for e in live_nodes(rt) if rt.nodes[e].dev == DEV_RESIDENT and rt.nodes[e].lock == 0
+             and not any(rt.nodes[c].dev == DEV_RESIDENT for c in child_nodes(m.pages, rt, e))]
+    return rs.dev_free > 0 and bool(evicted) and bool(spare)
+
+
+def _touch_most_recent(m, t):
+    """Probe: a rank touches the node its clock already ends with (nothing would change,
+    so the spec disables it and the rank must refuse it)."""
+    for r, rs in enumerate(t.ranks):
+        live = [x for x in rs.clock if rs.nodes[x] is not None]
+        if live:
+            return act("local_access", rank=r, node=live[-1])
+    raise LookupError("no rank has a live clock entry")
+
+
 def _named(name: str):
     """A goal: a step of that action."""
     def goal(m, s, a, t) -> bool:
@@ -446,6 +471,15 @@ SITUATIONS = (
               _load_deleted_unbacked, overrides=(("policy", "write_through_selective"),)),
     Situation("a local touch of the second of three nodes", "lru-2r", (), _touched_second_of_three,
               overrides=(("host_pages", 3),)),
+    # The CP planner's own clock (victim order "path"): a touch of the most recent entry
+    # changes nothing, and the rank says so (local_access returns 0), as the spec disables it.
+    Situation("a CP touch of the most recent node", "cp-planner-2r", (), _named("local_access"),
+              _touch_most_recent),
+    # load_back with load_back_evicts: it evicts the shortfall (chain - free), not more.
+    Situation("a load-back evicting its shortfall beside a free page", "wt-evicts-1r", (),
+              _load_evicts_with_room_left,
+              overrides=(("device_pages", 3), ("host_pages", 4), ("requests", ((1,), (2,), (3, 4))),
+                         ("insert_evicts", False))),
     Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),
     Situation("a revoked prefetch with an anchor retired", "wt-prefetch-revoke-1r", (), _retired_anchored,
               overrides=(("requests", ((1,), (1, 2), (3,))),)),

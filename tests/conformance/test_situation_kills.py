@@ -16,6 +16,7 @@ from tiercheck.conformance import situations as st
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.impl.hicache import prefetch as prefetch_module
 from tiercheck.impl.hicache.cp_load import CpLoadBack
+from tiercheck.impl.hicache.load_path import LoadPath
 from tiercheck.impl.hicache.pages import PageRegistry
 from tiercheck.impl.hicache.prefetch import Prefetch
 from tiercheck.impl.hicache.write_path import WritePath
@@ -105,6 +106,16 @@ def _verdict(suite, sit) -> str:
     # each rank prefetches below its own anchor (a module function, patched in its module).
     ("a prefetch the diverged replicas anchor differently", prefetch_module, "_anchor_key",
      "int(h, 16) >> 4", "int(h, 16) & 4", "prefetch_from_storage(req=1)"),
+    # cp_load.py:47 (session 11): a CP rank's touch of the node its clock already ends
+    # with says it moved the clock (returns 1); the spec disables that touch.
+    ("a CP touch of the most recent node", CpLoadBack, "local_access",
+     "if live and live[-1] == node.end:\n        return 0", "if live and live[-1] == node.end:\n        return 1",
+     "returned 1, the spec's state change says 0"),
+    # load_path.py:51 (session 11): load_back with load_back_evicts evicts the chain's
+    # size or-ed with the free pages instead of the shortfall: a second leaf goes.
+    ("a load-back evicting its shortfall beside a free page", LoadPath, "load_back",
+     "self.evict((total - self.device_pool.available())", "self.evict((total | self.device_pool.available())",
+     "node 2: device resident->absent"),
 ])
 def test_the_situation_kills_its_mutant(suite, monkeypatch, name, cls, method, old, new, caught):
     sit = _situation(name)
