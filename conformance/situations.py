@@ -26,7 +26,7 @@ from tiercheck.spec.host_eviction import evict_host
 from tiercheck.spec.load_path import nodes_to_load
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
 from tiercheck.spec.state import RESIDENT as DEV_RESIDENT
-from tiercheck.spec.state import HOST_RESIDENT, child_nodes, live_nodes, node_len, node_pages, path_to_root
+from tiercheck.spec.state import HOST_RESIDENT, child_nodes, live_nodes, node_len, node_pages, path_to_root, subtree
 from tiercheck.spec.model import Model
 from tiercheck.spec.prefetch import _anchor as prefetch_anchor
 from tiercheck.spec.prefetch import _held_from as held_from
@@ -293,6 +293,17 @@ def _load_evicts_with_room_left(m, s, a, t) -> bool:
     return rs.dev_free > 0 and bool(evicted) and bool(spare)
 
 
+def _evict_above_busy_host_leaf(m, s, a, t) -> bool:
+    """An evict of a node without a host copy while a host-only node below it holds a host
+    reference (a backup reading it): the subtree is busy, so nothing may be pruned."""
+    if a.name != "evict":
+        return False
+    rs, e = s.ranks[0], a["node"]
+    if rs.nodes[e] is None or rs.nodes[e].host == HOST_RESIDENT:
+        return False
+    return any(rs.nodes[d] is not None and rs.nodes[d].href > 0 for d in subtree(m.pages, rs, e)[1:])
+
+
 def _touch_most_recent(m, t):
     """Probe: a rank touches the node its clock already ends with (nothing would change,
     so the spec disables it and the rank must refuse it)."""
@@ -480,6 +491,8 @@ SITUATIONS = (
               _load_evicts_with_room_left,
               overrides=(("device_pages", 3), ("host_pages", 4), ("requests", ((1,), (2,), (3, 4))),
                          ("insert_evicts", False))),
+    Situation("an evict above a host-only node a backup still reads", "wts-mirror-1r", (),
+              _evict_above_busy_host_leaf, overrides=(("requests", ((1,), (1, 2))),)),
     Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),
     Situation("a revoked prefetch with an anchor retired", "wt-prefetch-revoke-1r", (), _retired_anchored,
               overrides=(("requests", ((1,), (1, 2), (3,))),)),

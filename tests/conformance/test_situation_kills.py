@@ -16,6 +16,7 @@ from tiercheck.conformance import situations as st
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.impl.hicache import prefetch as prefetch_module
 from tiercheck.impl.hicache.cp_load import CpLoadBack
+from tiercheck.impl.hicache.eviction import Eviction
 from tiercheck.impl.hicache.load_path import LoadPath
 from tiercheck.impl.hicache.pages import PageRegistry
 from tiercheck.impl.hicache.prefetch import Prefetch
@@ -116,6 +117,10 @@ def _verdict(suite, sit) -> str:
     ("a load-back evicting its shortfall beside a free page", LoadPath, "load_back",
      "self.evict((total - self.device_pool.available())", "self.evict((total | self.device_pool.available())",
      "node 2: device resident->absent"),
+    # eviction.py:114 (session 11): pruning ignores the host references below (host_ref
+    # >= 0): a node without a host copy is deleted with the host-only child a backup reads.
+    ("an evict above a host-only node a backup still reads", Eviction, "_prunable",
+     "d.host_ref == 0", "d.host_ref >= 0", "- node 1/2"),
 ])
 def test_the_situation_kills_its_mutant(suite, monkeypatch, name, cls, method, old, new, caught):
     sit = _situation(name)
