@@ -304,6 +304,16 @@ def _evict_above_busy_host_leaf(m, s, a, t) -> bool:
     return any(rs.nodes[d] is not None and rs.nodes[d].href > 0 for d in subtree(m.pages, rs, e)[1:])
 
 
+def _split_long_lower_half(m, s, a, t) -> bool:
+    """An insert that splits a device-resident node and leaves a lower half of two pages
+    or more (a one-page lower half hides which end of the slot list a slice cuts)."""
+    if a.name != "insert":
+        return False
+    rs, rt = s.ranks[0], t.ranks[0]
+    return any(rt.nodes[e] is not None and rt.nodes[e].start != rs.nodes[e].start
+               and rs.nodes[e].dev == DEV_RESIDENT and node_len(m.pages, rt, e) >= 2 for e in live_nodes(rs))
+
+
 def _touch_most_recent(m, t):
     """Probe: a rank touches the node its clock already ends with (nothing would change,
     so the spec disables it and the rank must refuse it)."""
@@ -530,6 +540,8 @@ SITUATIONS = (
 # different host victims) and an insert of pages they cache differently: the write path
 # must refuse to stage what they disagree on, as the spec's write_backup does.
 TWIN_SITUATIONS = (
+    Situation("a split with a lower half of two pages", "variants/split-slice-off-by-one", (), _split_long_lower_half,
+              overrides=(("requests", ((1, 2, 3), (1, 4))), ("device_pages", 4))),
     Situation("an insert the diverged replicas disagree on", "variants/lru-local-clock", (), _diverged_insert),
     Situation("an insert the diverged replicas stage different nodes for", "variants/lru-local-clock", (),
               _diverged_node_keys, overrides=(("requests", ((1,), (2,), (3,), (1, 4))),)),

@@ -121,6 +121,11 @@ def _verdict(suite, sit) -> str:
     # >= 0): a node without a host copy is deleted with the host-only child a backup reads.
     ("an evict above a host-only node a backup still reads", Eviction, "_prunable",
      "d.host_ref == 0", "d.host_ref >= 0", "- node 1/2"),
+    # write_path.py:101 (session 11), in split-slice-off-by-one's branch: the bug's slice
+    # cut at the front ([:1]) instead of one page early; a lower half of two pages tells.
+    ("a split with a lower half of two pages", WritePath, "_split",
+     "(upper.dev_slots[-1:] + node.dev_slots)[:-1]", "(upper.dev_slots[-1:] + node.dev_slots)[:1]",
+     "device_slots [0, 1]->[0, -1]"),
 ])
 def test_the_situation_kills_its_mutant(suite, monkeypatch, name, cls, method, old, new, caught):
     sit = _situation(name)
