@@ -73,12 +73,15 @@ def base_for(key: str, value) -> dict:
 
 
 def impl_verdict(key: str, value, base=None):
-    """(accepted, the implementation's configuration or the refusal's text)."""
+    """(accepted, the implementation's configuration or the refusal's text); accepted is
+    None when the implementation crashes (anything but a UserError)."""
     cfg: Config = model_file.parse({"model": dict(base or BASES[0])}, "<domain>").config
     try:
         return True, impl_config(replace(cfg, **{key: value}))
     except UserError as exc:
         return False, str(exc)
+    except Exception as exc:  # noqa: BLE001 -- bad input must be a one-line UserError (docs/errors.md)
+        return None, f"{type(exc).__name__}: {exc}"
 
 
 def carried(key: str, lo: int, hi: int) -> bool:
@@ -100,7 +103,9 @@ def problems() -> list:
             if isinstance(value, int) and not isinstance(value, bool) and value > hi:
                 continue  # the model file's size cap, not the protocol's domain
             ok, what = impl_verdict(key, value, base_for(key, value))
-            if spec and not ok:
+            if ok is None:
+                out.append(f"{key} = {value!r}: the implementation crashes instead of a one-line error ({what})")
+            elif spec and not ok:
                 out.append(f"{key} = {value!r}: the spec accepts it, the implementation refuses it ({what})")
             elif not spec and ok and (key, value) not in WIDER:
                 out.append(f"{key} = {value!r}: the spec refuses it, the implementation accepts it")
