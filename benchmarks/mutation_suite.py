@@ -19,8 +19,7 @@ The suite is a list of units, run in order until the first disagreement:
   - rare situations (tiercheck.conformance.situations): the shortest spec trace to each,
     probes of disabled steps included;
   - the implementation's own defaults of the protocol's fields against the spec's
-    (tiercheck.conformance.impl_defaults: every other unit sets them all), and the
-    configurations each refuses (tiercheck.conformance.config_domain);
+    (tiercheck.conformance.impl_defaults: every other unit sets them all);
   - faults below the protocol (tiercheck.conformance.process_faults): a stopped, slow or
     never-starting gloo rank and a hanging store call must each end in a one-line error
     naming the rank, a store holding other bytes must fail the rank's self-check.
@@ -299,19 +298,6 @@ def default_units():
     return [("defaults of the implementation", run)]
 
 
-def domain_units():
-    """(name, run): the implementation accepts every model constant the spec accepts and
-    refuses every one the spec refuses, through the refinement mapping
-    (tiercheck.conformance.config_domain)."""
-    from tiercheck.conformance import config_domain
-
-    def run():
-        lines = config_domain.problems()
-        for line in lines:
-            print(f"configuration domain: {line}")
-        return not lines
-    return [("configuration domain", run)]
-
 
 def fault_units():
     """(name, run) per fault below the protocol (tiercheck.conformance.process_faults): a
@@ -412,7 +398,7 @@ def units(args):
     if not args.tours_only:
         out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
         out += auto_units(args.walks) + feature_units(args.examples) + variant_units() + situation_units()
-        out += default_units() + domain_units()
+        out += default_units()
     out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + mooncake_units() + fault_units()
     if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
         out = [(name, run) for name, run in out if any(u in name for u in args.unit)]

@@ -1,9 +1,6 @@
 """Survivors of the mutation sample killed in session 11 (kil5), each against its mutant,
 as benchmarks/mutation_suite.py runs the unit that kills it:
 
-- the configuration domain (tiercheck.conformance.config_domain): HiCacheConfig's check
-  of its optional positive ints (config.py's loop over durable_capacity, ...) removed or
-  flipped lets through what the spec refuses, or refuses what it accepts;
 - the silent-rank fault: a default driver timeout of 3 * collective ** 120 (gloo.py) is
   reported as a hang by the unit's watchdog instead of being waited out;
 - the Mooncake lane: MooncakeStorage's default local buffer of 4 - 20, 4 / 20 or 4 ** 20
@@ -21,10 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tiercheck.conformance import config_domain as cd
 from tiercheck.conformance import process_faults as pf
-from tiercheck.errors import UserError
-from tiercheck.impl.hicache import HiCacheConfig, storage_setup
+from tiercheck.impl.hicache import storage_setup
 from tiercheck.impl.hicache.gloo import GlooHiCache
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,52 +45,6 @@ def _recompiled(obj, old: str, new: str) -> dict:
     made: dict = {}
     exec(code, inspect.getmodule(obj).__dict__, made)  # noqa: S102 -- the project's own source, one edit
     return made
-
-
-# -- the configuration domain ------------------------------------------------------------
-
-def test_the_spec_and_the_implementation_agree_on_the_configuration_domain():
-    assert cd.problems() == []
-
-
-def test_every_carried_constant_is_probed_on_both_sides_of_its_lower_bound():
-    keys = [(k, b) for k, b in cd.domain_keys() if cd.carried(k, *b)]
-    names = {k for k, _ in keys}
-    assert {"durable_capacity", "refresh_rounds", "device_pages", "digest_bits", "page_size"} <= names
-    assert "max_lock" not in names  # the spec's state-space bound: not the implementation's
-    for key, (lo, hi) in keys:
-        verdicts = {cd.spec_verdict(key, v) for _t, v in cd.probes(lo, hi)}
-        assert {True, False} <= verdicts, key
-
-
-LOOP = "if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):"
-
-
-@pytest.mark.parametrize("new, caught", [
-    ("if False:", "durable_capacity = -1: the spec refuses it"),  # the check removed
-    (LOOP.replace("v is not None", "v is None"), "durable_capacity = 0: the spec accepts it"),
-    (LOOP.replace("isinstance(v, bool) or v < 1", "isinstance(v, bool) and v < 1"),
-     "durable_capacity = -1: the spec refuses it"),
-    (LOOP.replace("v < 1", "v <= 1"), "durable_capacity = 1: the spec accepts it"),
-    (LOOP.replace("v < 1", "v < 2"), "durable_capacity = 1: the spec accepts it"),
-    (LOOP.replace("(not isinstance(v, int) or", "(isinstance(v, int) or"),
-     "durable_capacity = '0': the implementation crashes"),
-])
-def test_the_domain_unit_kills_the_optional_ints_check_mutants(monkeypatch, new, caught):
-    made = _recompiled(HiCacheConfig.__post_init__, LOOP, new)
-    monkeypatch.setattr(HiCacheConfig, "__post_init__", made["__post_init__"])
-    assert any(caught in line for line in cd.problems())
-
-
-def test_the_implementation_refuses_zero_for_its_optional_ints():
-    """Outside the mapping's image (the spec's 0 maps to None): the unit test's business."""
-    for name in ("durable_capacity", "anti_churn_refresh_rounds", "storage_batch_pages"):
-        with pytest.raises(UserError, match=f"{name} must be None or a positive int"):
-            HiCacheConfig(**{name: 0})
-
-
-def test_the_domain_unit_is_in_the_suite(suite):
-    assert [n for n, _ in suite.domain_units()] == ["configuration domain"]
 
 
 # -- the silent rank's default driver timeout ----------------------------------------------
