@@ -109,6 +109,55 @@ def _conforms(cfg, examples: int, seed: int, label: str) -> bool:
     return True
 
 
+# The storage tours' first traces on a real Mooncake master, through MooncakeStorage with
+# its default sizes (segment, local buffer, staging): what a user who names only the
+# master gets. Skipped, with a line saying so, where the Mooncake package is missing.
+MOONCAKE_TOURS = ("wt-mirror-prefetch-1r", "wt-prefetch-2r")
+
+
+def mooncake_units():
+    from tiercheck.conformance.reference import ReferenceDriver
+
+    out = []
+    for path in sorted(TOURS.glob("*/tour.json")):
+        if path.parent.name not in MOONCAKE_TOURS:
+            continue
+        mf, traces = load_tour(path)
+
+        def run(cfg=mf.config, trace=traces[0], where=path.parent.name):
+            from tiercheck.errors import UserError
+            from tiercheck.impl.hicache import MooncakeStorage
+            from tiercheck.impl.storage.mooncake import load_store_class
+            from tiercheck.impl.storage.mooncake_master import MooncakeMaster, find_master_binary
+
+            try:
+                load_store_class()
+            except UserError as exc:
+                print(f"mooncake {where}: skipped ({exc})")
+                return True
+            if find_master_binary() is None:
+                print(f"mooncake {where}: skipped (no mooncake_master binary)")
+                return True
+            master = MooncakeMaster(extra_args=("--default_kv_lease_ttl=300",)).start()
+            try:
+                try:
+                    driver = ReferenceDriver(cfg, storage=MooncakeStorage(master.address, health_url=master.health_url))
+                except Exception as exc:  # noqa: BLE001 -- a store that cannot open is the verdict
+                    print(f"mooncake {where}: the reference does not start on Mooncake: {type(exc).__name__}: {exc}")
+                    return False
+                try:
+                    mm = replay(driver, trace[0], expect_disabled=trace[1]).mismatch
+                finally:
+                    driver.close()
+            finally:
+                master.stop()
+            if mm is not None:
+                print(f"mooncake {where} trace 0: {mm.message}")
+            return mm is None
+        out.append((f"mooncake tour {path.parent.name} 0", run))
+    return out
+
+
 def campaign_units(examples: int, seeds: int):
     """(name, run) per default model and seed."""
     out = []
@@ -257,6 +306,7 @@ def default_units():
     return [("defaults of the implementation", run), ("configuration domain of the implementation", domain)]
 
 
+
 def fault_units():
     """(name, run) per fault below the protocol (tiercheck.conformance.process_faults): a
     stopped, slow or never-starting gloo rank, a flush past its deadline, a corrupted store.
@@ -357,7 +407,7 @@ def units(args):
         out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
         out += auto_units(args.walks) + feature_units(args.examples) + variant_units() + situation_units()
         out += default_units()
-    out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + fault_units()
+    out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + mooncake_units() + fault_units()
     if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
         out = [(name, run) for name, run in out if any(u in name for u in args.unit)]
     return out

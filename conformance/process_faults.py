@@ -32,6 +32,7 @@ from .reference import ReferenceDriver, impl_config
 from .situations import before_last_step, first_path
 
 HANG_GUARD = 90.0  # seconds without a verdict: the scenario hangs (each takes under 20 s idle)
+SILENT_SLACK = 30.0  # real seconds past the fast clock's driver timeout before the silent rank's watchdog fires
 WORKER_THREAD = "storage-worker-"  # the implementation's storage worker threads (impl/storage/worker.py)
 
 
@@ -128,7 +129,8 @@ def silent_rank_without_failure() -> str:
     """Rank 1 is SIGSTOPped and the driver asks it alone for its snapshot: no rank fails,
     so no grace applies, and the driver waits its default bound, 3 collective timeouts +
     120 s (GlooHiCache's documented driver timeout), then names rank 1 and the bound,
-    never earlier (and before that, a step for a rank the group does not have is refused
+    never earlier; a driver still waiting SILENT_SLACK real seconds after the bound has
+    passed is reported as a hang, not waited out (and before that, a step for a rank the group does not have is refused
     by name). The driver's deadlines run on a clock 100x fast: 135 s in 1.35 s. Once
     resumed, rank 1 answers and stops at close(): the launcher, which waits for the ranks'
     results as long as they run, ends without an error."""
@@ -150,16 +152,44 @@ def silent_rank_without_failure() -> str:
     clock = FastClock(100.0)
     gloo.time = types.SimpleNamespace(monotonic=clock.monotonic)
     os.kill(procs[1].pid, signal.SIGSTOP)
-    try:
-        start = clock.monotonic()
+    answer: list = []  # the snapshot's outcome: (seconds waited on the fast clock, error text or None)
+
+    def ask():
+        t0 = clock.monotonic()
         try:
             group.snapshot()
-            return "snapshot returned with rank 1 stopped"
+            answer.append((clock.monotonic() - t0, None))
         except RemoteRankError as exc:
-            waited, msg = clock.monotonic() - start, str(exc)
+            answer.append((clock.monotonic() - t0, str(exc)))
+        except BaseException as exc:  # noqa: BLE001 -- reported below
+            answer.append((clock.monotonic() - t0, f"{type(exc).__name__}: {exc}"))
+
+    asker = threading.Thread(target=ask, name="silent-rank-snapshot", daemon=True)
+    try:
+        start = clock.monotonic()
+        asker.start()
+        # The watchdog: the driver must name the silent rank once its documented bound has
+        # passed (on the fast clock), give or take SILENT_SLACK real seconds for polling
+        # under load; a driver that keeps waiting is a hang the user would sit through.
+        while asker.is_alive() and clock.monotonic() - start < bound:
+            asker.join(0.05)
+        asker.join(SILENT_SLACK)
+        if not answer:
+            os.kill(procs[1].pid, signal.SIGCONT)
+            for p in procs:  # ends the snapshot's wait (the ranks are gone), then close()
+                p.kill()
+            asker.join(SILENT_SLACK)
+            return (f"the driver did not report the silent rank 1 within its default timeout {bound:g}s "
+                    f"(+{SILENT_SLACK:g}s slack); its deadline is {group.driver_timeout:g}s")
+        waited, msg = answer[0]
+        if msg is None:
+            return "snapshot returned with rank 1 stopped"
     finally:
         gloo.time = time
-        os.kill(procs[1].pid, signal.SIGCONT)  # it answers, then stops at close()
+        try:
+            os.kill(procs[1].pid, signal.SIGCONT)  # it answers, then stops at close()
+        except ProcessLookupError:  # killed by the watchdog above
+            pass
         group.close()
     if msg != f"gloo rank(s) [1] did not answer snapshot within {bound:g}s (--driver-timeout)":
         return f"a silent rank is not named with the default driver timeout {bound:g}s: {msg}"

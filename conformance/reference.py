@@ -79,15 +79,19 @@ class ReferenceDriver:
     name = "reference"
 
     def __init__(self, cfg, variants=frozenset(), backend: str = "lockstep", timeout: float = None,
-                 driver_timeout: float = None, manual: bool = True):
+                 driver_timeout: float = None, manual: bool = True, storage=None):
         # Lock-step detects a skipped collective at once (a rank that returns early fails
         # its waiting peers), so its timeout only catches real stalls; gloo needs the
         # timeout to notice a hang at all.
         if timeout is None:
             timeout = 30.0 if backend == "lockstep" else 5.0
         self.model = Model(cfg)
-        self._tmp = tempfile.TemporaryDirectory(prefix="tiercheck-store-") if cfg.storage else None
-        storage = FileStorage(self._tmp.name, fsync=False) if self._tmp else None
+        # ``storage``: a factory (e.g. MooncakeStorage) for a storage model instead of the file store.
+        self._tmp = tempfile.TemporaryDirectory(prefix="tiercheck-store-") if cfg.storage and storage is None else None
+        if not cfg.storage:
+            storage = None
+        elif storage is None:
+            storage = FileStorage(self._tmp.name, fsync=False)
         conf = impl_config(cfg, variants, manual)
         if backend == "gloo":
             from tiercheck.impl.hicache.gloo import GlooHiCache
