@@ -13,6 +13,7 @@ applied after that trace: the implementation must not move either.
 
 from __future__ import annotations
 
+import tomllib
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import replace
@@ -193,6 +194,13 @@ def _insert_evicted(m, s, a, t) -> bool:
     """An insert without device room evicts first (insert_evicts: the scheduler's
     evict(num_tokens), in tokens: pages times the page size)."""
     return a.name == "insert" and _increments(m, s, a, t)[DEVICE_EVICTED] >= 1
+
+
+def _insert_evicted_of_two(m, s, a, t) -> bool:
+    """An insert that evicts while two unlocked nodes hold device copies: the victim
+    order picks one."""
+    return _insert_evicted(m, s, a, t) and sum(
+        1 for n in s.ranks[0].nodes if n is not None and n.dev != DEV_ABSENT and n.lock == 0) >= 2
 
 
 def _insert_evicted_the_shortfall(m, s, a, t) -> bool:
@@ -511,6 +519,13 @@ SITUATIONS = (
               overrides=(("requests", ((1, 2), (1, 2, 3), (4,))),)),
     Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
               overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
+    # The victim order as a model file spells it: TOML's "path" is a string of its own,
+    # not the interned literal (an identity test with "path" fails on it), and the
+    # requests come in against path order (2 before 1): path order evicts (1,), the LRU
+    # order (2,).
+    Situation("an insert that evicts by path order read from TOML", "wt-evicts-1r", (), _insert_evicted_of_two,
+              overrides=(("victim_order", tomllib.loads('victim_order = "path"')["victim_order"]),
+                         ("requests", ((2,), (1,), (3,))))),
     Situation("an insert that evicts its shortfall", "wt-evicts-1r", (), _insert_evicted_the_shortfall,
               overrides=(("requests", ((1,), (2, 3, 4))), ("device_pages", 3))),
     Situation("a prefetch read fails", "wt-prefetch-fail-1r", (), _named("prefetch_read_fails")),

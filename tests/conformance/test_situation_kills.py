@@ -20,6 +20,7 @@ from tiercheck.impl.hicache.eviction import Eviction
 from tiercheck.impl.hicache.load_path import LoadPath
 from tiercheck.impl.hicache.pages import PageRegistry
 from tiercheck.impl.hicache.prefetch import Prefetch
+from tiercheck.impl.hicache.state import RankBase
 from tiercheck.impl.hicache.write_path import WritePath
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,6 +127,10 @@ def _verdict(suite, sit) -> str:
     ("a split with a lower half of two pages", WritePath, "_split",
      "(upper.dev_slots[-1:] + node.dev_slots)[:-1]", "(upper.dev_slots[-1:] + node.dev_slots)[:1]",
      "device_slots [0, 1]->[0, -1]"),
+    # state.py:277 (session 11): the victim order compared by identity with the literal
+    # "path": a model file's "path" (TOML) is another string, so its victims go LRU.
+    ("an insert that evicts by path order read from TOML", RankBase, "_order",
+     'self.cfg.victim_order == "path"', 'self.cfg.victim_order is "path"', "device absent->resident"),
 ])
 def test_the_situation_kills_its_mutant(suite, monkeypatch, name, cls, method, old, new, caught):
     sit = _situation(name)
