@@ -13,7 +13,6 @@ applied after that trace: the implementation must not move either.
 
 from __future__ import annotations
 
-import tomllib
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import replace
@@ -21,6 +20,7 @@ from typing import Callable, NamedTuple, Optional
 
 from tiercheck.impl.hicache.metrics import DEVICE_EVICTED, DUP_RECLAIMED
 from tiercheck.models import model_file
+from tiercheck.toml_compat import tomllib
 from tiercheck.spec.action import act
 from tiercheck.spec.cp_planner import lane_of
 from tiercheck.spec.host_eviction import evict_host
@@ -74,6 +74,12 @@ def before_last_step(cfg, goal: Callable):
         yield model, trace, driver, replay(driver, trace[:-1])
     finally:
         driver.close()
+
+
+def _made_durable(m, s, a, t) -> bool:
+    """The first step that marks a page durable on rank 1 (a single-writer follower: its
+    marks come from the writer's ack count, synced through the MIN of the ack slots)."""
+    return s.ranks[-1].durable == 0 and t.ranks[-1].durable != 0
 
 
 class Situation(NamedTuple):
@@ -526,6 +532,12 @@ SITUATIONS = (
     Situation("an insert that evicts by path order read from TOML", "wt-evicts-1r", (), _insert_evicted_of_two,
               overrides=(("victim_order", tomllib.loads('victim_order = "path"')["victim_order"]),
                          ("requests", ((2,), (1,), (3,))))),
+    # 63 pages backed up by the single writer: the follower's SKIP rides the MIN as
+    # INT64_MAX, which must exceed every real ack (a bound of 62 reads the writer's
+    # 63 as "no ack").
+    Situation("a 63-page backup acked through the single writer's synced slots", "wt-mirror-mla-2r", (), _made_durable,
+              overrides=(("requests", (tuple(range(1, 64)),)), ("device_pages", 63), ("host_pages", 63),
+                         ("faults", frozenset()))),
     Situation("an insert that evicts its shortfall", "wt-evicts-1r", (), _insert_evicted_the_shortfall,
               overrides=(("requests", ((1,), (2, 3, 4))), ("device_pages", 3))),
     Situation("a prefetch read fails", "wt-prefetch-fail-1r", (), _named("prefetch_read_fails")),

@@ -158,3 +158,16 @@ def test_the_long_run_is_past_the_shared_small_ints():
     cfg, actions, _probes = st.trace(_situation("a fetched run of 257 pages cached whole"))
     req = next(a["req"] for a in actions if a.name == "prefetch_from_storage")
     assert len(cfg.requests[req]) // cfg.page_size > 256
+
+
+def test_the_63_page_backup_kills_a_small_int64_max(suite, monkeypatch):
+    """state.py:26 (session 11): INT64_MAX as (1 * 63) - 1 = 62, as the modules that
+    import it would see it: the follower's SKIP sent as 62 undercuts the writer's ack of
+    63 pages in the MIN, which then reads as "no ack" (nothing durable)."""
+    from tiercheck.impl.hicache import eviction, state, storage_path
+
+    sit = _situation("a 63-page backup acked through the single writer's synced slots")
+    assert _verdict(suite, sit) == ""
+    for mod in (state, storage_path, eviction):
+        monkeypatch.setattr(mod, "INT64_MAX", (1 * 63) - 1)
+    assert "durable" in _verdict(suite, sit)
