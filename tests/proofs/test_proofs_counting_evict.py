@@ -1,0 +1,72 @@
+"""Counting through insert's own eviction (proofs/epr_counting_evict.py): slot_conservation
+and lock_accounting under insert with insert_evicts on, for any number of pages.
+
+Both are proved (the audit no longer proves them bounded: UNDECIDED_ON is empty); a
+make_room whose victims' device pages do not return to dev_free, and one that takes a
+locked parent (lru-evicts-locked-parent: the pop skips no locked node), each get a
+concrete counterexample over a finite forest; the balance instances make_room adds are
+not contradictory (a model with a victim exists), so the proof is not vacuous."""
+
+import pytest
+import z3
+
+from tiercheck.proofs import epr_counting as count
+from tiercheck.proofs import epr_counting_evict as ce
+from tiercheck.proofs.epr_obligations import BOUNDED_UNDER, hypotheses, prove_action, setup
+from tiercheck.proofs.epr_properties import UPROPS
+from tiercheck.proofs.epr_sched_evict import UNDECIDED_ON
+from tiercheck.proofs.forest import finite_model
+
+ON = {"insert_evicts": True}
+TARGETS = ("slot_conservation", "lock_accounting")
+
+
+def _dropped(cti):
+    """The nodes that held a device copy before the step and none after it, on rank 0."""
+    pre, post = cti["pre"]["ranks"][0]["nodes"], cti["post"]["ranks"][0]["nodes"]
+    return [n for n, x in pre.items() if x["dev"] == "resident" and (n not in post or post[n]["dev"] == "absent")]
+
+
+def test_proved_for_any_pages_with_insert_evicts_on():
+    got = {r.target: r for r in prove_action("insert", list(TARGETS), fix=ON)}
+    for t in TARGETS:
+        assert (got[t].status, got[t].pages) == ("proved", "any"), got[t]
+    assert not UNDECIDED_ON["insert"] and set(BOUNDED_UNDER) <= {"insert"}
+
+
+def test_a_victim_exists_under_the_counting_facts():
+    """The obligation's hypotheses with make_room's balance instances admit a step that
+    evicts: a finite model with a victim whose device pages leave the held set."""
+    su = setup("insert", fix=ON)
+    su.solver.add(*count.counting_facts(su.u), *[UPROPS[n].fn(su.u, su.pre) for n in count.TARGETS])
+    su.solver.add(*hypotheses(su, "slot_conservation", "insert"))
+    m = su.params["room_mid"]
+    dev_pre, dev_mid = count.held_size(su.u, su.pre, "dev_free"), count.held_size(su.u, m, "dev_free")
+    model = finite_model([*su.solver.assertions(), dev_mid < dev_pre], extra=count.exact(su.u))
+    assert model is not None
+    assert model.eval(m.dev_free).as_long() > model.eval(su.pre.dev_free).as_long()
+
+
+def test_victim_slots_not_returned_fail_with_a_cti(monkeypatch):
+    """make_room broken so that its victims' device pages never return to dev_free."""
+    room = ce.room
+
+    def leaky(u, v, out, **sets):
+        return room(u, v, out, **sets).update(dev_free=v.dev_free)
+
+    monkeypatch.setattr(ce, "room", leaky)
+    [r] = prove_action("insert", ["slot_conservation"], fix=ON)
+    assert (r.status, r.pages) == ("failed", "any") and r.cti is not None, r
+    assert r.cti["config"]["insert_evicts"] and _dropped(r.cti), r.cti
+    pre, post = r.cti["pre"]["ranks"][0], r.cti["post"]["ranks"][0]
+    assert post["dev_free"] == pre["dev_free"] or "insert" in r.cti["step"]
+
+
+def test_make_room_taking_a_locked_parent_fails_lock_accounting():
+    """lru-evicts-locked-parent: the scheduler's eviction pops a locked parent; a running
+    request's lock then names a node that is gone or the count of a live node is off."""
+    [r] = prove_action("insert", ["lock_accounting"], variants=frozenset({"lru-evicts-locked-parent"}), fix=ON)
+    assert (r.status, r.pages) == ("failed", "any") and r.cti is not None, r
+    assert r.cti["config"]["insert_evicts"] and r.cti["forest"]["pages"] >= 2, r.cti
+    pre = r.cti["pre"]["ranks"][0]["nodes"]
+    assert any(x["lock"] >= 1 for x in pre.values()), r.cti
