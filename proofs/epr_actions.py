@@ -20,7 +20,7 @@ from typing import Callable, Dict, NamedTuple
 
 import z3
 
-from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
+from ..spec.state import ABSENT, HOST_RESIDENT, RESIDENT, WRITING
 from . import epr_counting as count
 from . import epr_href, epr_locks, epr_prefetch, epr_registry
 from .epr_drain import TARGETS as DRAIN_TARGETS, drain_params, drain_round, flag_facts, prefetch_counts, prefetch_tail
