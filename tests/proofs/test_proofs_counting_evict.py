@@ -1,7 +1,8 @@
 """Counting through insert's own eviction (proofs/epr_counting_evict.py): slot_conservation
 and lock_accounting under insert with insert_evicts on, for any number of pages.
 
-Both are proved (the audit no longer proves them bounded: UNDECIDED_ON is empty); a
+Both are proved (the audit no longer proves them bounded: UNDECIDED_ON is empty);
+explicit inserts whose make_room ran are admitted with the spec's counters; a
 make_room whose victims' device pages do not return to dev_free, and one that takes a
 locked parent (lru-evicts-locked-parent: the pop skips no locked node), each get a
 concrete counterexample over a finite forest; the balance instances make_room adds are
@@ -109,3 +110,35 @@ def test_make_room_taking_a_locked_parent_fails_lock_accounting():
     assert r.cti["config"]["insert_evicts"] and r.cti["forest"]["pages"] >= 2, r.cti
     pre = r.cti["pre"]["ranks"][0]["nodes"]
     assert any(x["lock"] >= 1 for x in pre.values()), r.cti
+
+
+@pytest.mark.parametrize("name", ["wt-evicts-1r", "wb-evicts-2r"])
+def test_evicting_inserts_are_admitted_with_the_spec_counters(name):
+    """Explicit inserts whose make_room ran (some rank lacked room) are behaviours of the
+    encoding with the spec's counters (epr_agreement.same_view compares them); with a
+    counter one off they are not."""
+    from tiercheck.proofs.epr_agreement import admits
+    from tiercheck.proofs.epr_sched_evict import spec_short
+
+    from .proof_helpers import model, walk
+
+    m = model(name)
+    found = []
+    for seed in range(8):
+        states = walk(m, seed, 40)
+        for s in states:
+            for a, t in m.successors(s):
+                if a.name == "insert" and spec_short(m, s, a) and s.ranks[0].dev_free != t.ranks[0].dev_free:
+                    found.append((s, a, t))
+            if len(found) >= 3:
+                break
+        if len(found) >= 3:
+            break
+    assert found, name
+    for s, a, t in found[:3]:
+        for r in range(m.cfg.ranks):
+            assert admits(m, s, a, t, r), (a, r)
+            rt = t.ranks[r]
+            for bad in (dict(dev_free=rt.dev_free + 1), dict(host_free=rt.host_free + 1)):
+                broken = t._replace(ranks=t.ranks[:r] + (rt._replace(**bad),) + t.ranks[r + 1:])
+                assert not admits(m, s, a, broken, r), (a, r, bad)
