@@ -20,7 +20,7 @@ from typing import Callable, Dict, NamedTuple
 
 import z3
 
-from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT, WRITING
+from ..spec.state import ABSENT, HOST_RESIDENT, RESIDENT, WRITING
 from . import epr_counting as count
 from . import epr_href, epr_locks, epr_prefetch, epr_registry
 from .epr_drain import TARGETS as DRAIN_TARGETS, drain_params, drain_round, flag_facts, prefetch_counts, prefetch_tail
@@ -669,7 +669,9 @@ def effect(u, name: str, pre: Paged, params) -> Paged:
     if name != "init":
         u.facts += [pre.hung == 0, pre.halted == 0]
     count.begin(u)
-    post = count.settle(u, name, pre, UACTIONS[name].effect(u, pre, params))
+    post = UACTIONS[name].effect(u, pre, params)
+    # counted from the view a step's own eviction left (proofs.epr_counting_evict), if any
+    post = count.settle(u, name, params.get("count_base", pre), post)
     flag_facts(u, name, pre, post)
     if name in epr_registry.ACTIONS:  # the registry scalars from the pre-state's (proofs.epr_registry)
         post = epr_registry.step(u, name, pre, post)

@@ -242,8 +242,8 @@ def fits(u, v: Paged, pool: str) -> None:
     taking, has a counter >= 0 (insert's guard: insert_device_need, computed by the walk
     the insert then does, <= dev_free; a host allocation's success: allocate_host's ok
     means host_free >= need)."""
-    if not getattr(u, "uncounted", False):
-        _fact(u, v.f[pool] >= 0)
+    if not getattr(u, "uncounted", False):  # (where the step runs: ``fit_cond``, epr_sched_evict)
+        _fact(u, z3.Implies(getattr(u, "fit_cond", True), v.f[pool] >= 0))
 
 
 def peer_amount(u, when, name: str) -> Callable:

@@ -41,6 +41,7 @@ import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT
 from .encode.scheduler_evict import CHAIN_UNLOCKED, UNCHECKED
+from . import epr_counting as count
 from .epr_actions import choice, define, enqueue, insert as plain_insert, havoc_scalars, remove_nodes, slot_step, view_ite
 from .epr_properties import b_, can_reclaim_duplicate, device_leaves
 from .forest import PageSort, forall
@@ -71,12 +72,13 @@ def _some_above(u, pred, name: str):
     return lambda x: z3.And(pred(sk(x)), f.lt(sk(x), x))
 
 
-def make_room(u, v: Paged, active, mine, hold, dups, name: str, record=None) -> Paged:
+def make_room(u, v: Paged, active, mine, hold, dups, name: str, record=None, counted=None) -> Paged:
     """make_room on one rank: ``active`` (some rank lacked room: the agreed host
     allocations may run here), ``mine`` (this rank lacked room: it takes victims),
     ``hold(x)`` (x is on the held node's path, locked meanwhile). Reclaim, victims, LRU
     host eviction as the module says; returns the view after it. ``record``: a dict given
-    the staged victims and the view they were staged on (proofs.epr_queue_sched)."""
+    the staged victims and the view they were staged on (proofs.epr_queue_sched).
+    ``counted``: a dict given the sets its counters follow (proofs.epr_counting_evict)."""
     cfg = u.cfg
     wb = b_(cfg.wb)
     u.facts.append(z3.Implies(mine, active))
@@ -116,8 +118,10 @@ def make_room(u, v: Paged, active, mine, hold, dups, name: str, record=None) -> 
     if cfg.has("orphan-host-subtree"):  # the subtree below a deleted victim goes unchecked
         under = _some_above(u, lambda y: z3.And(deleted(y), v1.live(y)), f"{name}.pruned_by")
         ok = lambda x: z3.Or(deleted(x), under(x), idle(x))
+        kept = lambda x: z3.And(under(x), z3.Not(deleted(x)))  # detached, host slots kept (_delete)
     else:
         ok = lambda x: z3.Or(deleted(x), idle(x))
+        kept = lambda x: z3.BoolVal(False)
     u.facts.append(forall(lambda x: z3.Implies(deleted(x), gone(x))))
     u.facts.append(forall(lambda x: z3.Implies(gone(x), z3.And(v2.live(x), ok(x)))))
     # closed under descendants, stated per page: a cached page below a node that goes is
@@ -126,6 +130,8 @@ def make_room(u, v: Paged, active, mine, hold, dups, name: str, record=None) -> 
                                                   gone(v2.own(p))), 2))
     if record is not None:
         record.update(room_written=writes, room_view=v1, room_gone=gone)
+    if counted is not None:  # what make_room's counters follow (proofs.epr_counting_evict)
+        counted.update(v1=v1, v2=v2, rec=rec, vic=vic, writes=writes, gone=gone, kept=kept)
     return remove_nodes(u, v2, gone).named(f"{name}.room", u.facts)
 
 
@@ -190,17 +196,30 @@ def _evicting(u, v: Paged, a, flag, hold, step, name: str) -> Paged:
     # rank does, as the bounded encoding assumes (encode/eviction.evict); free under variants
     mine = active if not u.cfg.variants else z3.And(active, z3.Bool(f"{name}.mine!{next(_ids)}"))
     a["evict_held"] = lambda x: z3.And(mine, hold(x))  # spec/properties._held_while_evicting
-    # the counters are not followed through an eviction (the counting targets are bounded
-    # with the option on, UNDECIDED_ON): the step's counters are free (epr_counting.settle)
-    # and its fits constrain nothing
-    u.uncounted = True
-    mid = make_room(u, v, active, mine, hold, a["dups"], name, a)
+    # insert's counters are followed through make_room (proofs.epr_counting_evict) and
+    # the insert counted from the view it leaves (``count_base``); load_back's are not
+    # (not epr_counting.COUNTED): its step's counters are free (epr_counting.settle)
+    counted = name == "insert_room"
+    if not counted:
+        u.uncounted = True
+    sets = {} if counted else None
+    mid = make_room(u, v, active, mine, hold, a["dups"], name, a, sets)
     mid = _slotted(u, v, mid, a)
+    if counted:
+        from .epr_counting_evict import room
+
+        mid = room(u, v, mid, **sets)
     a["room_facts"] = len(u.facts)  # the facts made up to the view after the eviction (proofs.epr_insert_room)
     fits = z3.Bool(f"{name}.fits!{next(_ids)}")
     u.facts.append(z3.Implies(z3.Not(active), fits))
     b = {**a, "leaf": device_leaves(u, mid, f"{name}.leaf")}
+    if counted:
+        a["count_base"] = mid
+        mark, u.fit_cond = count.mark(u), fits  # the insert's ledger and guard where it runs
     after = step(mid, b)
+    if counted:
+        count.branch(u, mark, fits)
+        del u.fit_cond
     # the step's choices (proofs.epr_queue_sched), made where the step ran
     a.update(fits=fits, room_mid=mid, **{k: b[k] for k in ("staged", "staged_view", "load_first", "walked_to") if k in b})
     return view_ite(fits, after, mid).named(name, u.facts)
@@ -297,10 +316,11 @@ def excluded(u, target: str, action: str) -> list:
 # (the step alone, the encoding epr_actions had before) and on.
 SPLIT = {"insert": "insert_evicts", "load_back": "load_back_evicts"}
 # Obligations proved page-sorted with the option off only, and bounded with it on
-# (proofs.audit, epr_obligations.BOUNDED_UNDER). The counting targets (proofs.epr_counting, epr_locks) follow insert without its own
-# eviction only: bounded with it on. (prefix_closed, tree_closed and rank_agreement with it
+# (proofs.audit, epr_obligations.BOUNDED_UNDER): none now. The counting targets
+# (proofs.epr_counting, epr_locks) follow insert through make_room since session 11
+# (proofs.epr_counting_evict). (prefix_closed, tree_closed and rank_agreement with it
 # on are proved in two parts, the eviction and then the plain insert: proofs.epr_insert_room.)
-UNDECIDED_ON = {"insert": ("slot_conservation", "lock_accounting")}
+UNDECIDED_ON = {"insert": ()}
 
 
 def parts(action: str, fix=None) -> list:
