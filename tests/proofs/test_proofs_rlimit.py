@@ -1,8 +1,6 @@
 """The bounded checks run under z3 resource limits (deterministic), not wall-clock
 timeouts, and a check that runs out of its limit is reported inconclusive, never proved."""
 
-import pytest
-
 from tiercheck.proofs import obligations
 from tiercheck.proofs.obligations import check_batch, check_target, setup
 
@@ -28,10 +26,9 @@ def test_the_bounded_checks_set_no_wall_clock_timeout():
     assert 'set("timeout", NO_TIMEOUT)' in src and "timeout_ms" not in src
 
 
-@pytest.mark.slow
 def test_prove_cli_exits_3_and_says_inconclusive_when_out_of_limit(monkeypatch, capsys):
     from tiercheck import exits
-    from tiercheck.cli.cli import main
+    from tiercheck.cli import main
 
     monkeypatch.setattr(obligations, "TARGET_RLIMIT", 1)
     monkeypatch.setattr(obligations, "BATCH_RLIMIT", 1)
