@@ -395,7 +395,10 @@ def _prove_case(action, targets, variants, k, fix, want_cti, separate, case) -> 
             pending.append(unknown)  # decided nothing about these yet: try again
         elif unknown:
             for t in unknown:
-                r = check_target(su, t, action, want_cti)
+                # a fresh encoding each: the batch's solver, after running out, stays
+                # stuck (revoke-frees-in-flight's no_use_after_free under prefetch_revoke:
+                # inconclusive there, a CTI in 4 s alone)
+                r = check_target(setup(action, variants, k, fix, case), t, action, want_cti)
                 results[t] = r._replace(seconds=spent[t] + r.seconds)
     return [results[t] for t in targets]
 
