@@ -225,12 +225,14 @@ def summary_line(audit: Audit) -> str:
     ok = n - len(audit.failed)
     th = sum(t.status in ("proved", "exhibited") for t in audit.theorems)
     n_any = sum(r.pages == "any" for r in audit.obligations)
+    n_out = sum(r.status == "inconclusive" for r in audit.obligations)
     pages = (f"{n_any} for any number of pages, {n - n_any} with pages <= {audit.pages}{not_applicable(audit)}"
              if audit.unbounded else f"pages <= {audit.pages}")
     return (f"{ok}/{n} obligations proved, {th}/{len(audit.theorems)} consensus theorems as expected; "
             f"{audit.wall:.1f}s wall on {audit.workers} worker(s) ({audit.cpu:.1f}s cpu, "
             f"{os.cpu_count()} cores visible), {pages}, ranks and counters unbounded"
             + (f"; variants {', '.join(audit.variants)}" if audit.variants else "")
+            + (f"; {n_out} inconclusive (out of z3's resource limit, not proved)" if n_out else "")
             + (f"; {UNDECIDED_NOTE}" if any(r.action in SPLIT_FLAGS for r in audit.obligations) else ""))
 
 

@@ -153,7 +153,7 @@ def _search(action, variants, k, fix, cases, want_cti):
         spent += r.seconds
         if r.status == "failed":
             return r._replace(seconds=spent)
-        out = r if out is None or r.status == "unknown" else out
+        out = r if out is None or r.status != "proved" else out
     return out._replace(seconds=spent)
 
 

@@ -30,9 +30,9 @@ from .formula import Every, Fact, assume, holds
 from .properties import PROPERTIES
 from .protocol import PROTOCOL
 from .ranks import SymbolicRanks
-from .state import LISTS, RV, SState, rv_same, symbolic_state
+from .state import LISTS, RV, SState, symbolic_state
 from .strengthen import STRENGTHENING
-from .sym import SymList, and_, const, eq, not_, or_
+from .sym import SymList, and_, const, not_, or_
 from .universe import Universe
 
 BOUND = "queues_bounded"  # the encoding's own obligation: no bounded list overflows
@@ -41,7 +41,7 @@ BOUND = "queues_bounded"  # the encoding's own obligation: no bounded list overf
 class Result(NamedTuple):
     target: str
     action: str  # an action name, or "init"
-    status: str  # "proved" | "failed" | "unknown"
+    status: str  # "proved" | "failed" | "inconclusive" (out of z3's resource limit) | "unknown"
     seconds: float
     cti: Optional[dict] = None
     pages: str = ""  # "any" (proved for forests of every size) or the bound, e.g. "<=2"
@@ -157,7 +157,44 @@ def setup(action: str, variants=frozenset(), k: int = 3, fix=None, case: str = "
     return Setup(ctx, pre, post, st, sol)
 
 
-def solve(su: Setup, lit, principal, timeout_ms: int, complete: bool = True):
+# z3 resource limits (``rlimit``) of the bounded checks, per solver call: deterministic,
+# so a verdict does not depend on the machine's load as the wall-clock timeouts that
+# they replace (60 s a target, 120 s a batch) did. z3 spends about 1.5-2 million a
+# CPU-second; the limits are those timeouts at 2 million a second. A call that runs out
+# is tried again with the next seed of ``SEEDS`` (z3's instantiation depends on the
+# term order and the seed); out of every seed, the result is "inconclusive".
+TARGET_RLIMIT = 120_000_000
+BATCH_RLIMIT = 240_000_000
+SEEDS = (0, 1, 2)
+NO_TIMEOUT = 4294967295  # z3's default: no wall-clock limit
+OUT_OF_LIMIT = ("max. resource limit exceeded", "canceled")
+
+
+def _check(sol: z3.Solver, lit, rlimit: int, seeds=SEEDS):
+    """sol.check(lit) under ``rlimit`` per try, the next seed after a try ran out of it."""
+    sol.set("timeout", NO_TIMEOUT)
+    sol.set("rlimit", rlimit)
+    try:
+        for seed in seeds:
+            sol.set("random_seed", seed)
+            res = sol.check(lit)
+            if res != z3.unknown or sol.reason_unknown() not in OUT_OF_LIMIT:
+                return res
+        return res
+    finally:
+        sol.set("rlimit", 0)  # 0: none
+        sol.set("random_seed", 0)
+
+
+def status_of(res, sol: z3.Solver) -> str:
+    if res == z3.unsat:
+        return "proved"
+    if res == z3.sat:
+        return "failed"
+    return "inconclusive" if sol.reason_unknown() in OUT_OF_LIMIT else "unknown"
+
+
+def solve(su: Setup, lit, principal, rlimit: int, complete: bool = True, seeds=SEEDS):
     """check(lit) with lazy instantiation: rank facts start out instantiated at the
     ``principal`` rank constants only; a model that violates an instance not yet
     asserted gets it added, until the solver says unsat (proved: instances are sound
@@ -167,14 +204,13 @@ def solve(su: Setup, lit, principal, timeout_ms: int, complete: bool = True):
     ids = {c.get_id() for c in principal}
     idx = {j for j, c in enumerate(space.consts) if c.get_id() in ids}
     su.solver.add(*[const(x) for x in space.instances(lambda i, j: (j in idx) if isinstance(j, int) else (j[0] in idx and j[1] in idx))])
-    su.solver.set("timeout", timeout_ms)
     # Witnesses of "for all ranks" definitions carry no invariant instances in the first
     # phase (a rank that lacks host room needs no invariant to be one); the second phase
     # (complete) adds whatever a model still violates, so a final sat is a real CTI.
     skip_all = lambda j: str(space.consts[j]).startswith("wall!")
     phase_skip = skip_all
     while True:
-        res = su.solver.check(lit)
+        res = _check(su.solver, lit, rlimit, seeds)
         if res != z3.sat:
             return res, None
         model = su.solver.model()
@@ -195,7 +231,7 @@ def _principal(su: Setup, goal_ranks):
     return out
 
 
-def check_target(su: Setup, target: str, action: str, want_cti=True, timeout_ms=60000) -> Result:
+def check_target(su: Setup, target: str, action: str, want_cti=True, rlimit=None) -> Result:
     """One obligation. Everything the goal adds (its skolem ranks and the instances at
     them) is a conservative extension, so it stays; only the negated goal is guarded by
     a fresh literal passed as an assumption."""
@@ -207,13 +243,13 @@ def check_target(su: Setup, target: str, action: str, want_cti=True, timeout_ms=
     lit = z3.Bool(f"goal!{target}!{action}!{n_consts}")
     su.solver.add(*[const(x) for x in ctx.side[n_side:]])
     su.solver.add(z3.Implies(lit, const(not_(goal))))
-    res, model = solve(su, lit, _principal(su, space.consts[n_consts:]), timeout_ms)
+    res, model = solve(su, lit, _principal(su, space.consts[n_consts:]), rlimit or TARGET_RLIMIT)
     cti = None
     if res == z3.sat and want_cti:
         from .cti import extract
 
         cti = extract(su, model, target, action)
-    status = "proved" if res == z3.unsat else ("failed" if res == z3.sat else "unknown")
+    status = status_of(res, su.solver)
     return Result(target, action, status, time.perf_counter() - t0, cti)
 
 
@@ -242,7 +278,7 @@ def _combined(ctx, s, post, targets, action):
     return every, closed
 
 
-def check_batch(su: Setup, targets, action: str, timeout_ms=120000):
+def check_batch(su: Setup, targets, action: str, rlimit=None):
     """Try to discharge several targets with one solver call. Returns (proved targets,
     failed results with CTIs, unknown targets, seconds)."""
     t0 = time.perf_counter()
@@ -254,7 +290,7 @@ def check_batch(su: Setup, targets, action: str, timeout_ms=120000):
     lit = z3.Bool(f"batch!{action}!{len(targets)}!{len(space.consts)}")
     su.solver.add(*[const(x) for x in ctx.side[n_side:]])
     su.solver.add(z3.Implies(lit, const(not_(and_(*per.values())))))
-    res, model = solve(su, lit, _principal(su, [g]), timeout_ms)
+    res, model = solve(su, lit, _principal(su, [g]), rlimit or BATCH_RLIMIT, seeds=SEEDS[:1])  # unknown: split
     secs = time.perf_counter() - t0
     if res == z3.unsat:
         return list(targets), [], [], secs
@@ -359,7 +395,10 @@ def _prove_case(action, targets, variants, k, fix, want_cti, separate, case) -> 
             pending.append(unknown)  # decided nothing about these yet: try again
         elif unknown:
             for t in unknown:
-                r = check_target(su, t, action, want_cti)
+                # a fresh encoding each: the batch's solver, after running out, stays
+                # stuck (revoke-frees-in-flight's no_use_after_free under prefetch_revoke:
+                # inconclusive there, a CTI in 4 s alone)
+                r = check_target(setup(action, variants, k, fix, case), t, action, want_cti)
                 results[t] = r._replace(seconds=spent[t] + r.seconds)
     return [results[t] for t in targets]
 

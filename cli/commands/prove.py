@@ -56,6 +56,9 @@ def run(args) -> int:
         if t.status == "exhibited" and t.detail:
             print(f"    {t.detail}")
     for r in audit.failed:
+        if r.status == "inconclusive":
+            print(f"\nINCONCLUSIVE {r.target} under {r.action} (out of z3's resource limit: neither proved nor refuted)")
+            continue
         print(f"\nFAILED {r.target} under {r.action}" + ("" if r.cti else f" ({r.status}, no counterexample)"))
         if r.cti:
             for line in format_cti(r.cti):
@@ -64,7 +67,9 @@ def run(args) -> int:
         paths = write_reports(audit, args.report)
         print("\nwrote " + ", ".join(str(p) for p in paths))
     print(summary_line(audit))
-    return exits.OK if not audit.failed and audit.theorems_ok() else exits.FOUND
+    if any(r.status == "failed" for r in audit.failed) or not audit.theorems_ok():
+        return exits.FOUND
+    return exits.INCONCLUSIVE if audit.failed else exits.OK
 
 
 def _pages(args, default: int) -> int:

@@ -71,3 +71,18 @@ def test_variant_fails_the_unbounded_audit_with_cti(name):
             assert failed[0].cti is not None and failed[0].cti["post"]["ranks"], failed[0]
             return
     pytest.fail(f"variant {name}: every obligation proved")
+
+
+@pytest.mark.slow
+def test_revoke_frees_in_flight_fails_no_use_after_free_with_a_cti_over_all_targets():
+    """Issue 16: every target of prefetch_revoke at 2 pages, batched as the audit does.
+    Under the old wall-clock timeouts no_use_after_free came back unknown at load 7
+    (61.6 CPU-s in 428 s wall); under z3's resource limits the verdict does not depend
+    on the load: a concrete CTI, the read in flight into freed host slots."""
+    results = {r.target: r for r in prove_action("prefetch_revoke", variants=frozenset({"revoke-frees-in-flight"}),
+                                                 k=2)}
+    r = results["no_use_after_free"]
+    assert r.status == "failed", r.status
+    assert r.cti["pre"] is not None and r.cti["post"]["ranks"]
+    assert r.cti["explicit"]["property"]
+    assert not [t for t, x in results.items() if x.status == "inconclusive"]
