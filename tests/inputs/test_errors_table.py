@@ -24,7 +24,7 @@ Every command exits with one of four codes (also in every command's `--help`):
 | 0 | complete and clean |
 | 1 | a property is violated, or the implementation disagrees with the spec |
 | 2 | bad input: one line on stderr, nothing was run |
-| 3 | inconclusive: a partial run (`--max-states`, `--time-limit`, `--max-memory`), Ctrl-C, a dead worker |
+| 3 | inconclusive: a partial run (`--max-states`, `--time-limit`, `--max-memory`), a `prove` obligation out of z3's resource limit on every seed (INCONCLUSIVE), Ctrl-C, a dead worker |
 
 Inputs are validated before any work (`tiercheck.inputs`: regular files under a size
 cap, output paths writable, numbers bounded; `models/model_file.py`; traces against the
