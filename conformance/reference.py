@@ -86,11 +86,12 @@ class ReferenceDriver:
         if timeout is None:
             timeout = 30.0 if backend == "lockstep" else 5.0
         self.model = Model(cfg)
-        # ``storage``: a factory (e.g. MooncakeStorage) for a storage model instead of the file store.
-        self._tmp = tempfile.TemporaryDirectory(prefix="tiercheck-store-") if cfg.storage and storage is None else None
+        # ``storage``: the backend of a storage model (e.g. a MooncakeStorage); default a file store.
+        self._tmp = None
         if not cfg.storage:
             storage = None
         elif storage is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="tiercheck-store-")
             storage = FileStorage(self._tmp.name, fsync=False)
         conf = impl_config(cfg, variants, manual)
         if backend == "gloo":

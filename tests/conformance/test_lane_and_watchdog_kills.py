@@ -9,11 +9,7 @@ as benchmarks/mutation_suite.py runs the unit that kills it:
 
 from __future__ import annotations
 
-import __future__
-import importlib.util
-import inspect
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -26,25 +22,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "storage"))
 from storage_helpers import require_mooncake  # noqa: E402
 
+from mutant_helpers import load_mutation_suite, recompiled  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def suite():
-    spec = importlib.util.spec_from_file_location("bench_mutation_suite_kil5", ROOT / "benchmarks" / "mutation_suite.py")
-    ms = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ms)
-    return ms
-
-
-def _recompiled(obj, old: str, new: str) -> dict:
-    """``obj``'s source with ``old`` (once in it) turned into ``new``, compiled in its
-    module's namespace: the mutant, as cosmic-ray writes it. -> the names it defines."""
-    src = textwrap.dedent(inspect.getsource(obj))
-    assert src.count(old) == 1, f"{obj.__qualname__} no longer reads {old!r}"
-    code = compile(src.replace(old, new), inspect.getsourcefile(obj), "exec",
-                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
-    made: dict = {}
-    exec(code, inspect.getmodule(obj).__dict__, made)  # noqa: S102 -- the project's own source, one edit
-    return made
+    return load_mutation_suite("bench_mutation_suite_kil5")
 
 
 # -- the silent rank's default driver timeout ----------------------------------------------
@@ -52,7 +35,7 @@ def _recompiled(obj, old: str, new: str) -> dict:
 @pytest.mark.gloo
 @pytest.mark.slow
 def test_the_silent_rank_watchdog_reports_a_driver_that_waits_forever(monkeypatch):
-    made = _recompiled(GlooHiCache.__init__, "3 * collective_timeout + 120.0", "3 * collective_timeout ** 120.0")
+    made = recompiled(GlooHiCache.__init__, "3 * collective_timeout + 120.0", "3 * collective_timeout ** 120.0")
     monkeypatch.setattr(GlooHiCache, "__init__", made["__init__"])
     got = pf.guarded(pf.silent_rank_without_failure)
     assert "did not report the silent rank 1 within its default timeout 135s" in got
@@ -76,7 +59,7 @@ def test_a_mooncake_unit_kills_a_bad_default_local_buffer(suite, monkeypatch, ca
     require_mooncake()
     import tiercheck.impl.hicache as hicache
 
-    made = _recompiled(storage_setup.MooncakeStorage, "local_buffer_bytes: int = 4 << 20",
+    made = recompiled(storage_setup.MooncakeStorage, "local_buffer_bytes: int = 4 << 20",
                        f"local_buffer_bytes: int = {size}")
     monkeypatch.setattr(hicache, "MooncakeStorage", made["MooncakeStorage"])
     name, run = suite.mooncake_units()[0]

@@ -4,11 +4,8 @@ the one method recompiled from its source with the mutant's edit does not."""
 
 from __future__ import annotations
 
-import __future__
-import importlib.util
 import inspect
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -23,28 +20,17 @@ from tiercheck.impl.hicache.prefetch import Prefetch
 from tiercheck.impl.hicache.state import RankBase
 from tiercheck.impl.hicache.write_path import WritePath
 
-ROOT = Path(__file__).resolve().parents[2]
+from mutant_helpers import load_mutation_suite, recompiled
 
 
 @pytest.fixture(scope="module")
 def suite():
-    spec = importlib.util.spec_from_file_location("bench_mutation_suite", ROOT / "benchmarks" / "mutation_suite.py")
-    ms = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ms)
-    return ms
+    return load_mutation_suite("bench_mutation_suite")
 
 
 def _mutate(monkeypatch, cls, name: str, old: str, new: str) -> None:
-    """``cls.name`` (a class's method or a module's function) replaced by its own source with ``old`` (once in it) turned into
-    ``new``, compiled in its module's namespace: the mutant, as cosmic-ray writes it."""
-    func = getattr(cls, name)
-    src = textwrap.dedent(inspect.getsource(func))
-    assert src.count(old) == 1, f"{cls.__name__}.{name} no longer reads {old!r}"
-    code = compile(src.replace(old, new), inspect.getsourcefile(func), "exec",
-                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
-    made: dict = {}
-    exec(code, inspect.getmodule(func).__dict__, made)  # noqa: S102 -- the project's own source, one edit
-    monkeypatch.setattr(cls, name, made[name])
+    """``cls.name`` (a class's method or a module's function) replaced by its mutant."""
+    monkeypatch.setattr(cls, name, recompiled(getattr(cls, name), old, new)[name])
 
 
 def _situation(name: str):
