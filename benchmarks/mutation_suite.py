@@ -23,7 +23,8 @@ The suite is a list of units, run in order until the first disagreement:
     configurations it accepts and refuses (tiercheck.conformance.impl_domain);
   - faults below the protocol (tiercheck.conformance.process_faults): a stopped, slow or
     never-starting gloo rank and a hanging store call must each end in a one-line error
-    naming the rank, a store holding other bytes must fail the rank's self-check.
+    naming the rank, a store holding other bytes must fail the rank's self-check; and
+    faults whose verdict must be the right one (tiercheck.conformance.verdict_faults).
 After every unit, no storage worker thread of the implementation may still run.
 Not the unit tests. Exit 0: conforms; 1: a disagreement (the mutant is killed).
 
@@ -309,15 +310,18 @@ def default_units():
 
 def fault_units():
     """(name, run) per fault below the protocol (tiercheck.conformance.process_faults): a
-    stopped, slow or never-starting gloo rank, a flush past its deadline, a corrupted store.
-    Each must end in its clear verdict; a hang is reported, not waited out."""
-    from tiercheck.conformance import process_faults  # imports the implementation: after the map's tracer starts
+    stopped, slow or never-starting gloo rank, a flush past its deadline, a corrupted store;
+    and (tiercheck.conformance.verdict_faults) the verdict's content: the root cause among
+    failing gloo ranks, a rank outside the group, bytes gone bad under a load or before an
+    ack is drained. Each must end in its clear verdict; a hang is reported, not waited out."""
+    # imports the implementation: after the map's tracer starts
+    from tiercheck.conformance import process_faults, verdict_faults
 
     def tmp_dir():
         return tempfile.mkdtemp(prefix="tiercheck-fault-")
 
     out = []
-    for name, scenario in process_faults.scenarios(tmp_dir):
+    for name, scenario in process_faults.scenarios(tmp_dir) + verdict_faults.scenarios():
         def run(name=name, scenario=scenario):
             problem = process_faults.guarded(scenario)
             if problem:

@@ -5,6 +5,7 @@ being performed."""
 from __future__ import annotations
 
 import os
+import re
 import sysconfig
 import traceback
 from pathlib import Path
@@ -19,11 +20,30 @@ def _within(path: str, roots) -> bool:
     return any(path == r or path.startswith(r + os.sep) for r in roots)
 
 
+# GlooHiCache re-raises a rank's error in the driver with the rank's formatted traceback
+# as a note (the traceback itself does not survive pickling): impl/hicache/gloo.py _call.
+_REMOTE = re.compile(r"\(raised on gloo rank (\d+)\)\n")
+_FRAME = re.compile(r'^  File "([^"]+)", line (\d+), in (\S+)$', re.M)
+
+
+def remote_frames(exc: BaseException) -> tuple[int | None, list[traceback.FrameSummary]]:
+    """(gloo rank, the frames of its traceback) for an error a gloo rank raised, else
+    (None, []). Only the last traceback of the note: the error's own, not its context's."""
+    for note in getattr(exc, "__notes__", ()):
+        m = _REMOTE.match(note)
+        if m:
+            text = note[m.end():].rsplit("Traceback (most recent call last):", 1)[-1]
+            return int(m.group(1)), [traceback.FrameSummary(f, int(line), name, lookup_line=False)
+                                     for f, line, name in _FRAME.findall(text)]
+    return None, []
+
+
 def implementation_frame(exc: BaseException, roots=()) -> traceback.FrameSummary | None:
     """The innermost frame in the implementation: under ``roots`` (a driver's
     ``source_roots``) or tiercheck.impl; failing that, the innermost frame outside
-    conformance, the standard library and third-party packages; failing that, the last."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    conformance, the standard library and third-party packages; failing that, the last.
+    For an error from a gloo rank, the frames are that rank's (not the driver's re-raise)."""
+    frames = remote_frames(exc)[1] or traceback.extract_tb(exc.__traceback__)
     resolved = [(f, str(Path(f.filename).resolve())) for f in frames]
     own = [str(Path(r).resolve()) for r in roots] + [_IMPL]
     for f, path in reversed(resolved):
@@ -49,4 +69,7 @@ def short_path(filename: str) -> str:
 def describe_crash(exc: BaseException, action, driver=None) -> str:
     f = implementation_frame(exc, getattr(driver, "source_roots", ()))
     where = f" at {short_path(f.filename)}:{f.lineno} in {f.name}()" if f else ""
+    rank = remote_frames(exc)[0]
+    if rank is not None:
+        where += f" on gloo rank {rank}"
     return f"{type(exc).__name__}: {exc}{where}, raised by {action}"

@@ -79,7 +79,7 @@ class ReferenceDriver:
     name = "reference"
 
     def __init__(self, cfg, variants=frozenset(), backend: str = "lockstep", timeout: float = None,
-                 driver_timeout: float = None, manual: bool = True, storage=None):
+                 driver_timeout: float = None, manual: bool = True, storage=None, overrides=None):
         # Lock-step detects a skipped collective at once (a rank that returns early fails
         # its waiting peers), so its timeout only catches real stalls; gloo needs the
         # timeout to notice a hang at all.
@@ -94,6 +94,8 @@ class ReferenceDriver:
             self._tmp = tempfile.TemporaryDirectory(prefix="tiercheck-store-")
             storage = FileStorage(self._tmp.name, fsync=False)
         conf = impl_config(cfg, variants, manual)
+        if overrides:  # implementation settings the spec has no constant for (e.g. verify_loads)
+            conf = replace(conf, **overrides)
         if backend == "gloo":
             from tiercheck.impl.hicache.gloo import GlooHiCache
 
