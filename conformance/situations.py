@@ -282,6 +282,19 @@ def _lane_victim_beside_another(m, s, a, t) -> bool:
     return any(lanes(g) & lanes(k) for g in gone for k in stay)
 
 
+def _victim_lane1_in_even_slot(m, s, a, t) -> bool:
+    """A CP load-back (two lanes, slot identities on) whose planned victim holds a lane-1
+    page in an even device slot: the planner reads a page's lane from the logical page
+    ``1 + lane + 2 * slot``, and a formula that agrees with it only in odd slots or on
+    lane 0 (``lane ** 2 * slot``, ``lane % 2 * slot``) or only for one-token pages (the
+    token locations ``q & page_size``) reads that page on lane 0."""
+    if m.cfg.cp_lanes != 2 or not m.cfg.slots or a.name != "load_back" or t == s:
+        return False
+    rs, rt = s.ranks[0], t.ranks[0]
+    gone = [e for e in live_nodes(rs) if _on_device(rs, e) and not _on_device(rt, e)]
+    return any(lane_of(m, p) == 1 and rs.dslot[p] % 2 == 0 for e in gone for p in node_pages(m.pages, rs, e))
+
+
 def _touched_second_of_three(m, s, a, t) -> bool:
     """A rank-local touch of the second least recent of three nodes on its clock: it
     becomes the most recent (the rank must compare the touched node with the last entry,
@@ -489,6 +502,15 @@ SITUATIONS = (
               overrides=(("device_pages", 4), ("requests", ((1,), (2, 3, 4))))),
     Situation("a CP load-back victim in a higher device slot", "cp-planner-2r", (), _lane_victim_beside_another,
               overrides=(("cp_lanes", 2), ("device_pages", 3), ("requests", ((1,), (2,), (3,))))),
+    # Two-token pages, three device pages (lanes of 2 and 1 pages), slots tracked: the
+    # second page of (1, 101, 2, 102) (lane 1) is evicted from slot 1, request (3, 103,
+    # 4, 104) takes slots 1 and 2, so its lane-1 page sits in slot 2; loading the evicted
+    # page back lacks a lane-1 page and the one victim that frees it is that request's
+    # node: read on lane 0, nothing frees the lane and the load is refused.
+    Situation("a CP load-back whose victim holds a lane-1 page in an even slot", "cp-planner-lanes-2r", (),
+              _victim_lane1_in_even_slot,
+              overrides=(("page_size", 2), ("device_pages", 3), ("host_pages", 4), ("slots", True),
+                         ("requests", ((1, 101), (1, 101, 2, 102), (3, 103, 4, 104))))),
     # Three one-page lanes: a node's lanes count from its first page (its depth in pages
     # minus its length), so page 1 is on lane 0 and request 4 lacks lane 0 (counted from
     # its last page, 1 + 1, page 1 would sit on lane 2; with two lanes the two agree).

@@ -1,0 +1,61 @@
+"""Session 13: the situations that kill the seed-11 survivors in the CP planner's view of a
+device page (cp_load.py: its logical page ``1 + lane + cp * slot`` and token locations
+``q * ps + k``), each against its mutant: the reference agrees on the situation, and the
+same reference with ``CpLoadBack._planner_view`` recompiled with the mutant's edit does not."""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+import torch
+
+from tiercheck.conformance import situations as st
+from tiercheck.conformance.adapters import driver_factory
+from tiercheck.impl.cp.histogram import counts_bincount
+from tiercheck.impl.cp.syncs import SyncCounter
+from tiercheck.impl.hicache.cp_load import CpLoadBack
+
+from mutant_helpers import recompiled
+
+EVEN_SLOT = "a CP load-back whose victim holds a lane-1 page in an even slot"
+LOGICAL = "1 + lane + cp * s for"
+LOCS = "q * ps + k for"
+
+
+def _verdict(name: str) -> str:
+    sit = next(s for s in st.SITUATIONS if s.name == name)
+    return st.check(sit, lambda cfg: driver_factory("reference", cfg))
+
+
+@pytest.mark.parametrize("old, new", [
+    # cp_load.py:118 (the seed-11 survivor): 1 + lane ** 2 * slot is right on lane 0 and
+    # in odd slots (1 ** 2 = 1), and puts a lane-1 page of slot 2 on logical page 3: lane 0.
+    (LOGICAL, "1 + lane ** cp * s for"),
+    # :118 `lane % cp * s`: lane % 2 is lane, the same misreading as ** above.
+    (LOGICAL, "1 + lane % cp * s for"),
+    # :118 `cp >> s` ((1 + lane + cp) >> slot): right in slots 0 and 1 only.
+    (LOGICAL, "1 + lane + cp >> s for"),
+    # cp_load.py:119 (the seed-11 survivor): q & (ps + k): the page's first location
+    # 6 & 2 = 2 (logical page 1, lane 0) for logical page 6 (lane 1) with two-token pages.
+    (LOCS, "q & ps + k for"),
+    # :119 `ps ** k`: the first location q * 1 (k = 0), read as page q // 2.
+    (LOCS, "q * ps ** k for"),
+])
+def test_the_even_slot_victim_kills_its_mutant(monkeypatch, old, new):
+    assert _verdict(EVEN_SLOT) == ""
+    monkeypatch.setattr(CpLoadBack, "_planner_view",
+                        recompiled(CpLoadBack._planner_view, old, new)["_planner_view"])
+    assert "load_queue" in _verdict(EVEN_SLOT)  # the mutant refuses the load the spec makes
+
+
+@pytest.mark.parametrize("op", [operator.sub, operator.rshift, operator.lshift, operator.or_, operator.xor])
+def test_the_planner_reads_only_each_pages_first_location(op):
+    """What the equivalents of cp_load.py:119 (``q * ps OP k``, equal to ``q * ps`` at
+    k = 0) rest on: the planner's per-lane counts read the first location of each page
+    only, so the other locations of a page may hold anything."""
+    cp, ps = 2, 3
+    logical = [1 + lane + cp * s for lane, s in [(0, 0), (1, 0), (1, 2), (0, 3)]]
+    counts = [counts_bincount(torch.tensor([o(q * ps, k) for q in logical for k in range(ps)]), ps, cp, SyncCounter())
+              for o in (operator.add, op)]
+    assert counts[0] == counts[1] == (2, 2)
