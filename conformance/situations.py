@@ -295,6 +295,13 @@ def _victim_lane1_in_even_slot(m, s, a, t) -> bool:
     return any(lane_of(m, p) == 1 and rs.dslot[p] % 2 == 0 for e in gone for p in node_pages(m.pages, rs, e))
 
 
+def _reclaim_diverged(m, s, a, t) -> bool:
+    """A ready-count round halts: the ranks reclaimed different duplicates since the last
+    round (registry skew) and their digests must tell (the spec takes the fixed encoding
+    for an ideal hash)."""
+    return not s.halted and "diverged" in t.halted
+
+
 def _touched_second_of_three(m, s, a, t) -> bool:
     """A rank-local touch of the second least recent of three nodes on its clock: it
     becomes the most recent (the rank must compare the touched node with the last entry,
@@ -511,6 +518,12 @@ SITUATIONS = (
               _victim_lane1_in_even_slot,
               overrides=(("page_size", 2), ("device_pages", 3), ("host_pages", 4), ("slots", True),
                          ("requests", ((1, 101), (1, 101, 2, 102), (3, 103, 4, 104))))),
+    # Skewed registries: rank 0 reclaims page (1,), rank 1 page (1, 269849), and the
+    # round must halt. 269849 is the least second token whose page key differs from
+    # page (1,)'s by a multiple of 61, 62 and 63: a digest modulus that small (2^63 - 1
+    # mistyped as 63, 62, 61 or -63) folds the two victims to one digest and the round passes.
+    Situation("reclaim victims the ranks' digests must tell apart", "wb-reclaim-2r", (), _reclaim_diverged,
+              overrides=(("requests", ((1,), (1, 269849), (1, 269849, 3))),)),
     # Three one-page lanes: a node's lanes count from its first page (its depth in pages
     # minus its length), so page 1 is on lane 0 and request 4 lacks lane 0 (counted from
     # its last page, 1 + 1, page 1 would sit on lane 2; with two lanes the two agree).

@@ -1,7 +1,8 @@
 """Session 13: the situations that kill the seed-11 survivors in the CP planner's view of a
 device page (cp_load.py: its logical page ``1 + lane + cp * slot`` and token locations
-``q * ps + k``), each against its mutant: the reference agrees on the situation, and the
-same reference with ``CpLoadBack._planner_view`` recompiled with the mutant's edit does not."""
+``q * ps + k``) and in the reclaim digest's modulus (digest.py), each against its mutant:
+the reference agrees on the situation, and the same reference with the one function
+recompiled with the mutant's edit does not."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from tiercheck.conformance import situations as st
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.impl.cp.histogram import counts_bincount
 from tiercheck.impl.cp.syncs import SyncCounter
+from tiercheck.impl.hicache import digest as dg
 from tiercheck.impl.hicache.cp_load import CpLoadBack
+from tiercheck.impl.hicache.pages import PageRegistry
 
 from mutant_helpers import recompiled
 
@@ -59,3 +62,33 @@ def test_the_planner_reads_only_each_pages_first_location(op):
     counts = [counts_bincount(torch.tensor([o(q * ps, k) for q in logical for k in range(ps)]), ps, cp, SyncCounter())
               for o in (operator.add, op)]
     assert counts[0] == counts[1] == (2, 2)
+
+
+DIVERGED = "reclaim victims the ranks' digests must tell apart"
+MODULUS = "raw % ((1 << (bits - 1)) - 1)"
+
+
+@pytest.mark.parametrize("new", [
+    "raw % ((1 + (bits - 1)) - 1)",  # digest.py:33 (the seed-11 survivor): modulus 63
+    "raw % ((1 - (bits - 1)) - 1)",  # -63: digests in (-63, 0], the same residues
+    "raw % ((1 * (bits - 1)) - 1)",  # 62
+    "raw % ((1 | (bits - 1)) - 1)",  # 63 | 1 - 1 = 62
+    "raw % ((1 ^ (bits - 1)) - 1)",  # 63 ^ 1 - 1 = 61
+])
+def test_the_diverged_reclaim_kills_a_small_digest_modulus(monkeypatch, new):
+    """The ranks reclaim different pages and the round must halt; with the mutant the
+    two victims' digests are equal, the round passes and the ranks go on diverged."""
+    assert _verdict(DIVERGED) == ""
+    monkeypatch.setattr(dg, "fold", recompiled(dg.fold, MODULUS, new)["fold"])
+    assert "halted" in _verdict(DIVERGED)
+
+
+def test_the_diverged_victims_collide_only_under_a_small_modulus():
+    """What the kill rests on: the keys of pages (1,) and (1, 269849) differ by a multiple
+    of 61, 62 and 63 (one fold each from 0: digest key + 1 mod the modulus), not of
+    2^63 - 1."""
+    reg = PageRegistry(1)
+    one, two = (dg.node_key(h) for h in reg.hashes((1, 269849)))
+    assert dg.fold(0, one, 64, False) != dg.fold(0, two, 64, False)
+    for modulus in (61, 62, 63, -63):
+        assert (one + 1) % modulus == (two + 1) % modulus
