@@ -46,10 +46,32 @@ def _verdict(name: str) -> str:
     (LOCS, "q * ps ** k for"),
 ])
 def test_the_even_slot_victim_kills_its_mutant(monkeypatch, old, new):
-    assert _verdict(EVEN_SLOT) == ""
+    _assert_kills(monkeypatch, EVEN_SLOT, old, new)
+
+
+def _assert_kills(monkeypatch, name: str, old: str, new: str) -> None:
+    assert _verdict(name) == ""
     monkeypatch.setattr(CpLoadBack, "_planner_view",
                         recompiled(CpLoadBack._planner_view, old, new)["_planner_view"])
-    assert "load_queue" in _verdict(EVEN_SLOT)  # the mutant refuses the load the spec makes
+    assert "load_queue" in _verdict(name)  # the mutant refuses the load the spec makes
+
+
+@pytest.mark.parametrize("new", [
+    # cp_load.py:118 on three lanes: a lane-1 page of slot 2 (logical page 8) read as
+    # page 6 (lane 2: 1 - 1 + 6, 2 | 6, 1 ^ 7) or page 4 (lane 0: 2 ^ 6).
+    "1 - lane + cp * s for", "1 + lane | cp * s for", "1 ^ lane + cp * s for", "1 + lane ^ cp * s for",
+])
+def test_the_three_lane_even_slot_victim_kills_its_mutant(monkeypatch, new):
+    _assert_kills(monkeypatch, EVEN_SLOT + ", three lanes", LOGICAL, new)
+
+
+@pytest.mark.parametrize("new", [
+    # cp_load.py:119 with two-token pages: logical page 1's first location 1 / 2, 1 // 2
+    # or 1 ** 2 instead of 2, read as page 0 (lane 1).
+    "q / ps + k for", "q // ps + k for", "q ** ps + k for",
+])
+def test_the_two_token_lane0_load_kills_its_mutant(monkeypatch, new):
+    _assert_kills(monkeypatch, "a CP load-back of a lane-0 page, two-token pages", LOCS, new)
 
 
 @pytest.mark.parametrize("op", [operator.sub, operator.rshift, operator.lshift, operator.or_, operator.xor])
