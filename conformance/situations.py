@@ -282,6 +282,42 @@ def _lane_victim_beside_another(m, s, a, t) -> bool:
     return any(lanes(g) & lanes(k) for g in gone for k in stay)
 
 
+def _evicted_by_load(rs, rt) -> list:
+    """Nodes whose device copy a load-back step took (rank states before and after)."""
+    return [e for e in live_nodes(rs) if _on_device(rs, e) and not _on_device(rt, e)]
+
+
+def _victim_lane1_in_even_slot(m, s, a, t) -> bool:
+    """A CP load-back (slot identities on) whose planned victim holds a lane-1 page in an
+    even device slot: the planner reads a page's lane from the logical page
+    ``1 + lane + cp * slot``, and a formula that agrees with it only in odd slots or on
+    lane 0 (``lane ** 2 * slot``, ``lane % 2 * slot``, three lanes: ``(1 + lane) ^ 3 * slot``)
+    or only for one-token pages (the token locations ``q & page_size``) misreads that page."""
+    if m.cfg.cp_lanes < 2 or not m.cfg.slots or a.name != "load_back" or t == s:
+        return False
+    rs = s.ranks[0]
+    return any(lane_of(m, p) == 1 and rs.dslot[p] % 2 == 0
+               for e in _evicted_by_load(rs, t.ranks[0]) for p in node_pages(m.pages, rs, e))
+
+
+def _lane0_load_evicts(m, s, a, t) -> bool:
+    """A CP load-back of a lane-0 page that evicts: with two-token pages the planner reads
+    the lane from a page's first token location ``q * 2`` (its logical page q), which a
+    formula right only for one-token pages (``q / 2``, ``q // 2``, ``q ** 2``) reads as
+    a page of another lane."""
+    if m.cfg.cp_lanes < 2 or a.name != "load_back" or t == s or not _evicted_by_load(s.ranks[0], t.ranks[0]):
+        return False
+    rs = s.ranks[0]
+    return any(lane_of(m, p) == 0 for x in nodes_to_load(m, rs, a["node"]) for p in node_pages(m.pages, rs, x))
+
+
+def _reclaim_diverged(m, s, a, t) -> bool:
+    """A ready-count round halts: the ranks reclaimed different duplicates since the last
+    round (registry skew) and their digests must tell (the spec takes the fixed encoding
+    for an ideal hash)."""
+    return not s.halted and "diverged" in t.halted
+
+
 def _touched_second_of_three(m, s, a, t) -> bool:
     """A rank-local touch of the second least recent of three nodes on its clock: it
     becomes the most recent (the rank must compare the touched node with the last entry,
@@ -489,6 +525,36 @@ SITUATIONS = (
               overrides=(("device_pages", 4), ("requests", ((1,), (2, 3, 4))))),
     Situation("a CP load-back victim in a higher device slot", "cp-planner-2r", (), _lane_victim_beside_another,
               overrides=(("cp_lanes", 2), ("device_pages", 3), ("requests", ((1,), (2,), (3,))))),
+    # Two-token pages, three device pages (lanes of 2 and 1 pages), slots tracked: the
+    # second page of (1, 101, 2, 102) (lane 1) is evicted from slot 1, request (3, 103,
+    # 4, 104) takes slots 1 and 2, so its lane-1 page sits in slot 2; loading the evicted
+    # page back lacks a lane-1 page and the one victim that frees it is that request's
+    # node: read on lane 0, nothing frees the lane and the load is refused.
+    Situation("a CP load-back whose victim holds a lane-1 page in an even slot", "cp-planner-lanes-2r", (),
+              _victim_lane1_in_even_slot,
+              overrides=(("page_size", 2), ("device_pages", 3), ("host_pages", 4), ("slots", True),
+                         ("requests", ((1, 101), (1, 101, 2, 102), (3, 103, 4, 104))))),
+    # Skewed registries: rank 0 reclaims page (1,), rank 1 page (1, 269849), and the
+    # round must halt. 269849 is the least second token whose page key differs from
+    # page (1,)'s by a multiple of 61, 62 and 63: a digest modulus that small (2^63 - 1
+    # mistyped as 63, 62, 61 or -63) folds the two victims to one digest and the round passes.
+    Situation("reclaim victims the ranks' digests must tell apart", "wb-reclaim-2r", (), _reclaim_diverged,
+              overrides=(("requests", ((1,), (1, 269849), (1, 269849, 3))),)),
+    # The same on three lanes (4 device pages: lanes of 2, 1 and 1 pages): page 3 of (1, 3)
+    # (lane 1) is evicted, (5,) and (1, 2) come in and page 2 (lane 1) lands in slot 2;
+    # loading 3 back lacks lane 1, and page 2's node is the one victim for it. Lane 1 in
+    # slot 2 is logical page 8; a mutant reading 1 - 1 + 6, 2 | 6 or 1 ^ 7 (page 6:
+    # lane 2) or 2 ^ 6 (page 4: lane 0) frees nothing there and refuses the load.
+    Situation("a CP load-back whose victim holds a lane-1 page in an even slot, three lanes", "cp-planner-lanes-2r",
+              (), _victim_lane1_in_even_slot,
+              overrides=(("cp_lanes", 3), ("device_pages", 4), ("host_pages", 4), ("slots", True),
+                         ("requests", ((1, 3), (5,), (1, 2))))),
+    # Two-token pages on the lanes model's own requests: (1, 101) is evicted, (4, 104)
+    # takes lane 0's one page (slot 0), and loading (1, 101) back must evict it: its
+    # logical page is 1, its first token location 2; a mutant writing 1 / 2, 1 // 2 or
+    # 1 ** 2 there reads page 0 (lane 1) and the planner finds no lane-0 victim.
+    Situation("a CP load-back of a lane-0 page, two-token pages", "cp-planner-lanes-2r", (), _lane0_load_evicts,
+              overrides=(("page_size", 2), ("requests", ((1, 101), (1, 101, 2, 102), (4, 104))))),
     # Three one-page lanes: a node's lanes count from its first page (its depth in pages
     # minus its length), so page 1 is on lane 0 and request 4 lacks lane 0 (counted from
     # its last page, 1 + 1, page 1 would sit on lane 2; with two lanes the two agree).
