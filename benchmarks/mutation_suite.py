@@ -331,6 +331,31 @@ def fault_units():
     return out
 
 
+def s12_kills_b_units():
+    """(name, run) per unit for the seed-12 sample's second batch of survivors
+    (tiercheck.conformance.s12_kills_b): a situation, and scenarios run as fault units."""
+    from tiercheck.conformance import s12_kills_b, situations  # imports the implementation: after the map's tracer starts
+
+    out = []
+    for sit in s12_kills_b.SITUATIONS:
+        def run(sit=sit):
+            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg, backend=sit.backend))
+            if problem:
+                print(f"situation {sit.name}: {problem}")
+            return not problem
+        out.append((f"situation {sit.name}", run))
+    for name, scenario in s12_kills_b.scenarios():
+        def fault(name=name, scenario=scenario):
+            from tiercheck.conformance.process_faults import guarded
+
+            problem = guarded(scenario)
+            if problem:
+                print(f"fault {name}: {problem}")
+            return not problem
+        out.append((f"fault {name}", fault))
+    return out
+
+
 def run_unit(name: str, run) -> bool:
     """One unit, then the check that no implementation thread outlives the drivers it
     closed (close() stops every storage worker, per-read prefetch workers included)."""
@@ -411,6 +436,7 @@ def units(args):
         out += campaign_units(args.examples, args.seeds) if args.budget is None else budget_unit(args.budget, args.seed)
         out += auto_units(args.walks) + feature_units(args.examples) + variant_units() + situation_units()
         out += default_units()
+        out += s12_kills_b_units()
     out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + mooncake_units() + fault_units()
     if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
         out = [(name, run) for name, run in out if any(u in name for u in args.unit)]
