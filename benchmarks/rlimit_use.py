@@ -28,10 +28,13 @@ def _count(sol) -> int:
 
 
 def _outer(f) -> str:
-    """"case_vacuity.<fn>/" where the call is a case-vacuity check's (through obligations.solve)."""
+    """"case_vacuity.<fn>/" where the call is a case-vacuity check's (through obligations.solve);
+    "evicts-on/" where it is a page-sorted obligation's with the step's own eviction on."""
     while f is not None:
         if f.f_code.co_filename.endswith("case_vacuity.py"):
             return f"case_vacuity.{f.f_code.co_name}/"
+        if f.f_code.co_filename.endswith("epr_obligations.py") and f.f_code.co_name == "prove_action":
+            return "evicts-on/" if f.f_locals.get("on") else ""
         f = f.f_back
     return ""
 

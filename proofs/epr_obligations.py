@@ -208,9 +208,9 @@ def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
         for t in targets:
             if t in got and (got[t].status != "proved" or t in UNDECIDED_ON.get(action, ())):
                 continue  # failed already, or bounded with the option on (BOUNDED_UNDER)
-            # the step's own eviction on: more quantifier rounds, a longer limit
+            # the step's own eviction on: more quantifier rounds, a larger limit
             on = {**(fix or {}), **part}.get(SPLIT.get(action)) is True
-            status, secs, cti = check(su, t, action, 90000 if on else 30000)
+            status, secs, cti = check(su, t, action, limits.EPR_EVICTS_RLIMIT if on else limits.EPR_CHECK_RLIMIT)
             secs += build + (got[t].seconds if t in got else 0.0)
             got[t] = Result(t, action, status, secs, cti, "any")
     # the planner's last: its symbols would rename the single-rank setups' (z3's effort

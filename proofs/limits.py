@@ -12,12 +12,21 @@ limits where they are sized (obligations.TARGET_RLIMIT, epr_queues.TIER_RLIMIT, 
 from __future__ import annotations
 
 # epr_obligations.check's direct solver (the page-sorted obligations): largest use
-# 8.3M of 621 calls in `prove --unbounded`; about 5x that.
+# 8.3M (an upper bound: benchmarks/rlimit_use.py) of 621 calls in `prove --unbounded`;
+# about 5x that.
 EPR_CHECK_RLIMIT = 40_000_000
+# the same with the step's own eviction on (epr_sched_evict.parts: more quantifier
+# rounds; its timeout was 3x too): largest use 10.6M (test_proofs_counting_evict's
+# insert targets; 5.6M in the audit); about 11x. Both were once passed as milliseconds
+# (30000 / 90000) where an rlimit was meant: the insert_evicts obligations ran out, and
+# the finite search below ran all its sizes instead (minutes of CPU).
+EPR_EVICTS_RLIMIT = 120_000_000
 
 # forest.finite_model, per forest size: the counterexample search over finite forests
-# once model-based instantiation gives up (never reached by a clean audit); the largest
-# use measured on the tests that reach it (the variants' CTIs) was MEASURED_FM.
+# once model-based instantiation gives up (never reached by a clean audit). Largest use
+# 183K on the tests that reach it (test_proofs_counting_evict / _insert_room: CTIs at
+# small sizes); a size with no model costs more, so 200x that. The timeout was 20 s a
+# size, so the sizes' worst case stays about the old one (8 x 40M: minutes).
 FINITE_MODEL_RLIMIT = 40_000_000
 
 # consensus.run_theorem (bit-vector theorems and the resolution lemmas): largest use
