@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import z3
 
+from . import limits
 from .config import ProofConfig
 from .encode.actions import BY_NAME, waits_for_round
 from .encode.ctx import Ctx
@@ -55,7 +56,7 @@ def vacuous(action: str, case: str, variants=frozenset(), k: int = 2, fix=None) 
     sol.add(*[const(x) for x in [*uni.constraints(), *cfg.constraints(), *premise, *ctx.side]])
     from .obligations import Setup, solve
 
-    res, _ = solve(Setup(ctx, pre, None, None, sol), z3.BoolVal(True), [space.r0], 30000)
+    res, _ = solve(Setup(ctx, pre, None, None, sol), z3.BoolVal(True), [space.r0], limits.CASE_VACUITY_RLIMIT)
     return res == z3.unsat
 
 
@@ -77,5 +78,5 @@ def diverged_excused(action: str, variants=frozenset(), k: int = 2, fix=None) ->
     su.solver.add(z3.Implies(lit, const(not_(excuse))))
     from .obligations import solve
 
-    res, _ = solve(su, lit, _principal(su, space.consts[n_consts:]), 60000)
+    res, _ = solve(su, lit, _principal(su, space.consts[n_consts:]), limits.CASE_VACUITY_RLIMIT)
     return res == z3.unsat

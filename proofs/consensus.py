@@ -211,23 +211,29 @@ THEOREMS: List[Theorem] = [
 class TheoremResult(NamedTuple):
     name: str
     claim: str
-    status: str  # "proved" | "exhibited" | "failed" | "unknown"
+    status: str  # "proved" | "exhibited" | "failed" | "undecided" (out of its rlimit) | "unknown"
     seconds: float
     detail: Optional[str] = None
 
 
-def run_theorem(th: Theorem, timeout_ms: int = 60000) -> TheoremResult:
+def run_theorem(th: Theorem, rlimit: int = 0) -> TheoremResult:
+    """The theorem checked under z3's resource limit ``rlimit`` (0: limits.THEOREM_RLIMIT):
+    out of it, "undecided" (`tiercheck prove` exits 3); the wrong answer, "failed" (exits 1)."""
+    from . import limits
+    from .obligations import OUT_OF_LIMIT
+
     t0 = time.perf_counter()
     assertions, describe = th.build()
     # Bit-vector theorems go to the bit-blasting solver (seconds -> tenths); the plan
     # digest lemma is integer arithmetic.
     sol = z3.SolverFor("QF_UFBV") if th.name != "plan_digest_injective" else z3.Solver()
-    sol.set("timeout", timeout_ms)
+    sol.set("rlimit", rlimit or limits.THEOREM_RLIMIT)
     sol.add(*[a if not isinstance(a, bool) else z3.BoolVal(a) for a in assertions])
     res = sol.check()
     secs = time.perf_counter() - t0
     if res == z3.unknown:
-        return TheoremResult(th.name, th.claim, "unknown", secs, sol.reason_unknown())
+        why = sol.reason_unknown()
+        return TheoremResult(th.name, th.claim, "undecided" if why in OUT_OF_LIMIT else "unknown", secs, why)
     if th.expect == "unsat":
         if res == z3.unsat:
             return TheoremResult(th.name, th.claim, "proved", secs)

@@ -27,7 +27,7 @@ from .epr_actions import UACTIONS, effect
 from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, counting_facts, exact
 from .epr_frame import READS, frame
 from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
-from . import epr_drain, epr_href, epr_insert_room, epr_prefetch, epr_queues
+from . import epr_drain, epr_href, epr_insert_room, epr_prefetch, epr_queues, limits
 from .fresh_solver import solver as fresh_solver
 from .epr_queues import covered as queues_covered
 from .forest import Forest, PageSort, finite_model
@@ -139,11 +139,13 @@ def goal(su: USetup, target: str):
     return p.fn(su.u, su.pre, su.post, su.params)
 
 
-def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
+def check(su: USetup, target: str, action: str, rlimit: int = 0):
     """One obligation: (status, seconds, cti or None). Where model-based instantiation
-    gives up, a finite counterexample is searched for directly (forest.finite_model)."""
+    gives up, a finite counterexample is searched for directly (forest.finite_model).
+    ``rlimit``: z3's resource limit of the direct check (0: limits.EPR_CHECK_RLIMIT);
+    out of it with no counterexample found, the status is "inconclusive"."""
     t0 = time.perf_counter()
-    su.solver.set("timeout", timeout_ms)
+    sol = None  # the direct check's solver, where it runs
     su.solver.push()
     counted = target in TARGETS
     sized = counted or target in epr_href.TARGETS or target in epr_prefetch.TARGETS  # names set sizes
@@ -158,7 +160,7 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
     else:
         negated = z3.Not(goal(su, target))
         su.solver.add(*su.u.facts[known:], negated)  # facts the goal named (set sizes)
-        sol = fresh_solver(su.solver.assertions(), timeout_ms)  # not incremental (proofs.fresh_solver)
+        sol = fresh_solver(su.solver.assertions(), rlimit=rlimit or limits.EPR_CHECK_RLIMIT)  # not incremental
         res = sol.check()
         model = sol.model() if res == z3.sat else None
         if res == z3.unknown or (res == z3.sat and sized):
@@ -168,8 +170,15 @@ def check(su: USetup, target: str, action: str, timeout_ms: int = 30000):
             res = z3.sat if model is not None else z3.unknown
     cti = extract(su, model, target, action) if model is not None else None
     su.solver.pop()
-    status = "proved" if res == z3.unsat else ("failed" if res == z3.sat else "unknown")
+    status = "proved" if res == z3.unsat else ("failed" if res == z3.sat else _undecided(sol))
     return status, time.perf_counter() - t0, cti
+
+
+def _undecided(sol) -> str:
+    """"inconclusive" where the direct check ran out of its resource limit, else "unknown"."""
+    from .obligations import OUT_OF_LIMIT
+
+    return "inconclusive" if sol is not None and sol.reason_unknown() in OUT_OF_LIMIT else "unknown"
 
 
 def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
@@ -199,9 +208,9 @@ def prove_action(action: str, targets=None, variants=frozenset(), fix=None):
         for t in targets:
             if t in got and (got[t].status != "proved" or t in UNDECIDED_ON.get(action, ())):
                 continue  # failed already, or bounded with the option on (BOUNDED_UNDER)
-            # the step's own eviction on: more quantifier rounds, a longer limit
+            # the step's own eviction on: more quantifier rounds, a larger limit
             on = {**(fix or {}), **part}.get(SPLIT.get(action)) is True
-            status, secs, cti = check(su, t, action, 90000 if on else 30000)
+            status, secs, cti = check(su, t, action, limits.EPR_EVICTS_RLIMIT if on else limits.EPR_CHECK_RLIMIT)
             secs += build + (got[t].seconds if t in got else 0.0)
             got[t] = Result(t, action, status, secs, cti, "any")
     # the planner's last: its symbols would rename the single-rank setups' (z3's effort

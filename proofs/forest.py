@@ -191,19 +191,22 @@ def ground(formulas, pages, slots=(), extra=None) -> list:
     return out + pins
 
 
-def finite_model(formulas, sizes=range(1, 9), timeout_ms: int = 20000, extra_sorts=(), extra=None):
+def finite_model(formulas, sizes=range(1, 9), rlimit: int = 0, extra_sorts=(), extra=None):
     """A model of the formulas whose page sort has exactly n elements, for the first n
     in ``sizes`` that has one (quantifiers expanded, ``ground``), else None. Where
     model-based instantiation gives up on a satisfiable obligation, this finds its
     finite counterexample; a model of any size is a real one. ``extra_sorts`` (queue
     entries, proofs.epr_queues) get n elements too; ``extra(pages)``: more facts over the
-    page constants (proofs.epr_counting.exact: set sizes)."""
+    page constants (proofs.epr_counting.exact: set sizes). ``rlimit``: z3's resource limit
+    per size (0: limits.FINITE_MODEL_RLIMIT); a size out of it has no model found."""
+    from . import limits
+
     for n in sizes:
         pages = [z3.Const(f"u{i}!{next(_ids)}", PageSort) for i in range(n)]
         slots = [z3.Const(f"v{i}!{next(_ids)}", SlotSort) for i in range(n)]  # a pool as large as the forest
         others = {srt: [z3.Const(f"w{i}!{next(_ids)}", srt) for i in range(n)] for srt in extra_sorts}
         sol = z3.Solver()
-        sol.set("timeout", timeout_ms)
+        sol.set("rlimit", rlimit or limits.FINITE_MODEL_RLIMIT)
         more = list(extra(pages)) if extra else []
         distinct = [z3.Distinct(*xs) for xs in (pages, slots, *others.values())] if n > 1 else []
         sol.add(*distinct, *ground(list(formulas) + more, pages, slots, others))

@@ -67,9 +67,9 @@ def run(args) -> int:
         paths = write_reports(audit, args.report)
         print("\nwrote " + ", ".join(str(p) for p in paths))
     print(summary_line(audit))
-    if any(r.status == "failed" for r in audit.failed) or not audit.theorems_ok():
-        return exits.FOUND
-    return exits.INCONCLUSIVE if audit.failed else exits.OK
+    if any(r.status == "failed" for r in audit.failed) or any(t.status == "failed" for t in audit.theorems):
+        return exits.FOUND  # refuted; a theorem or obligation out of its limit is inconclusive
+    return exits.INCONCLUSIVE if audit.failed or not audit.theorems_ok() else exits.OK
 
 
 def _pages(args, default: int) -> int:
