@@ -42,8 +42,9 @@ def implementation_frame(exc: BaseException, roots=()) -> traceback.FrameSummary
     """The innermost frame in the implementation: under ``roots`` (a driver's
     ``source_roots``) or tiercheck.impl; failing that, the innermost frame outside
     conformance, the standard library and third-party packages; failing that, the last.
-    For an error from a gloo rank, the frames are that rank's (not the driver's re-raise)."""
-    frames = remote_frames(exc)[1] or traceback.extract_tb(exc.__traceback__)
+    For an error from a gloo rank, the frames are that rank's (not the driver's re-raise);
+    for a step that timed out, the stuck thread's (step_deadline.StepTimeout.frames)."""
+    frames = getattr(exc, "frames", None) or remote_frames(exc)[1] or traceback.extract_tb(exc.__traceback__)
     resolved = [(f, str(Path(f.filename).resolve())) for f in frames]
     own = [str(Path(r).resolve()) for r in roots] + [_IMPL]
     for f, path in reversed(resolved):
@@ -53,6 +54,13 @@ def implementation_frame(exc: BaseException, roots=()) -> traceback.FrameSummary
         if not _within(path, [_CONFORMANCE, *_STDLIB, *_SITE]):
             return f
     return frames[-1] if frames else None
+
+
+def in_implementation(filename: str) -> bool:
+    """Whether a frame's file is implementation code: tiercheck.impl, or anything outside
+    conformance, the standard library and third-party packages (an adapter's target)."""
+    path = str(Path(filename).resolve())
+    return _within(path, [_IMPL]) or not _within(path, [_CONFORMANCE, *_STDLIB, *_SITE])
 
 
 def short_path(filename: str) -> str:

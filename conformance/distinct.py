@@ -28,6 +28,7 @@ from tiercheck.models.trace import state_to_itf
 
 from .compare import Mismatch, check_step, observable
 from .crash import describe_crash
+from .step_deadline import step_deadline, step_seconds
 
 
 def _node_fields(a: dict, b: dict) -> list:
@@ -150,6 +151,7 @@ def replay_past(driver, actions, known=(), expect_disabled=(), z3_check=None) ->
     """tiercheck.conformance.runner.replay, passing the ``known`` signatures."""
     model = driver.model
     checks = Passing(model, known, z3_check)
+    limit = step_seconds()
     s = model.init_states()[0]
     states = [s]
     try:
@@ -175,9 +177,10 @@ def replay_past(driver, actions, known=(), expect_disabled=(), z3_check=None) ->
                                states, checks.passed)
             t = s
         try:
-            driver.apply(a)
-            got = driver.state()
-            problems = driver.verify()
+            with step_deadline(limit):
+                driver.apply(a)
+                got = driver.state()
+                problems = driver.verify()
         except Exception as exc:  # noqa: BLE001
             states.append(t)
             mm = checks.crash(Mismatch(i, "error", describe_crash(exc, a, driver), t), actions)

@@ -34,6 +34,7 @@ from .run_coverage import RunCoverage
 from .runner import replay
 from .shrink import shrink
 from .steering import Chooser
+from .step_deadline import step_deadline, step_seconds
 
 
 class ConformanceFailure(AssertionError):
@@ -49,6 +50,7 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
     ``cov``: the run's shared coverage; ``known``: disagreement signatures the run passes
     (tiercheck.conformance.distinct)."""
     cov = RunCoverage() if cov is None else cov
+    limit = step_seconds()
 
     class Conformance(RuleBasedStateMachine):
         def __init__(self):
@@ -105,9 +107,10 @@ def make_machine(driver_factory: Callable, record_dir: Optional[str] = None, z3_
             self.actions.append(a)
             self.states.append(t)
             try:
-                self.driver.apply(a)
-                got = self.driver.state()
-                problems = self.driver.verify()
+                with step_deadline(limit):
+                    self.driver.apply(a)
+                    got = self.driver.state()
+                    problems = self.driver.verify()
             except ConformanceFailure:
                 raise
             except Exception as exc:  # noqa: BLE001 -- an implementation crash is a finding

@@ -12,6 +12,7 @@ from tiercheck.conformance import defaults, fault_flags, machine
 from tiercheck.conformance.adapters import BACKENDS, driver_factory, probe
 from tiercheck.conformance.run_coverage import coverage_table
 from tiercheck.conformance.steering import STRATEGIES
+from tiercheck.conformance.step_deadline import step_seconds
 from tiercheck.errors import UserError
 from tiercheck.inputs import int_in, output_dir, positive_float
 from tiercheck.models import model_file
@@ -46,6 +47,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
+    step_seconds()  # TIERCHECK_STEP_TIMEOUT, checked before anything runs
     mf = model_file.load(args.model) if args.model is not None else None
     output_dir(args.out, "--out")
     try:

@@ -17,6 +17,7 @@ from tiercheck.conformance.compare import describe_difference
 from tiercheck.conformance.distinct import replay_past
 from tiercheck.conformance.generated import is_tour, load_tour
 from tiercheck.conformance.runner import replay
+from tiercheck.conformance.step_deadline import step_seconds
 from tiercheck.errors import UserError
 from tiercheck.inputs import int_in
 from tiercheck.models.trace import load_json, parse_trace
@@ -73,6 +74,7 @@ def _passing_case(path, trace, cfg_of, passes):
 
 
 def run(args) -> int:
+    step_seconds()  # TIERCHECK_STEP_TIMEOUT, checked before anything runs
     cfg, checked, passes = load_cases(args.trace, lambda c: c if args.ranks is None else replace(c, ranks=args.ranks))
     from tiercheck.spec.variants import check_names
 
