@@ -147,6 +147,14 @@ def test_every_equivalent_entry_parses_and_names_a_line():
         assert where[0].startswith("impl/") and where[1].isdigit(), entry
 
 
+def test_no_mutant_is_judged_twice():
+    # Two helpers judging one survivor write two reasons; one of them would go stale.
+    path = ROOT / "benchmarks" / "mutation_equivalent.txt"
+    keys = [line.split("  #")[0].strip() for line in path.read_text().splitlines()]
+    keys = [k for k in keys if k and not k.startswith("#")]
+    assert not [k for k in set(keys) if keys.count(k) > 1]
+
+
 def test_only_the_operators_that_can_break_syntax_are_compiled():
     mut = _load("mutation")
 
