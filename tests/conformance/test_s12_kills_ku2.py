@@ -9,6 +9,7 @@ from __future__ import annotations
 from tiercheck.conformance import s12_kills_ku2 as ku
 from tiercheck.conformance import situations as st
 from tiercheck.conformance.adapters import driver_factory
+from tiercheck.conformance.generated import load_tour
 from tiercheck.conformance.runner import replay
 from tiercheck.impl.hicache.cp_load import CpLoadBack
 from tiercheck.impl.hicache.eviction import Eviction
@@ -86,6 +87,7 @@ def test_every_victim_candidate_is_on_the_rank_wall_clock(monkeypatch):
     monkeypatch.setattr(RankBase, "_order", spy)
     for sit in LRU_LOCAL:
         _replayed(sit, {"lru-local-clock"})
+    assert MS.run_unit("lru-local-clock", dict(MS.variant_units())["variant lru-local-clock"])
     assert seen and not missing
 
 
@@ -127,8 +129,6 @@ def test_no_device_copy_below_an_evicted_node(monkeypatch):
         return lock(self, tokens)
 
     monkeypatch.setattr(HiCacheRank, "lock_running", spy)
-    from tiercheck.conformance.generated import load_tour
-
     mf, traces = load_tour(MS.TOURS / "request-locks-evicts-1r" / "tour.json")
     for actions, probes in traces:
         driver = driver_factory("reference", mf.config)()
