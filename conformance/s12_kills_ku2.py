@@ -45,7 +45,8 @@ def _evicts_child_of_loading(m, s, a, t) -> bool:
 SITUATIONS = (
     # cp_lanes 1 (the pool is one lane): (1, 2, 3) is backed up and evicted, (4,) and (5,)
     # leave two device pages free; loading (1, 2, 3) back lacks one, which the planner
-    # frees by deleting an unbacked leaf. No load_back_evicts: nothing else makes room.
+    # frees by demoting (4,) (backed up; (5,) is still being written, so locked). No
+    # load_back_evicts: nothing else makes room.
     Situation("a CP load-back short of one page of three, two pages free", "cp-planner-2r", (),
               _load_short_of_one_of_three,
               overrides=(("requests", ((1, 2, 3), (4,), (5,))), ("device_pages", 4), ("host_pages", 6))),
