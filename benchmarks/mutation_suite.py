@@ -356,6 +356,22 @@ def s12_kills_b_units():
     return out
 
 
+def s12_kills_ku1_units():
+    """(name, run) per situation for seed-12 survivors of session 14, kU1
+    (tiercheck.conformance.s12_kills_ku1): steps naming a prefetch past the queue's end."""
+    from tiercheck.conformance import s12_kills_ku1, situations  # imports the implementation: after the map's tracer starts
+
+    out = []
+    for sit in s12_kills_ku1.SITUATIONS:
+        def run(sit=sit):
+            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg, backend=sit.backend))
+            if problem:
+                print(f"situation {sit.name}: {problem}")
+            return not problem
+        out.append((f"situation {sit.name}", run))
+    return out
+
+
 def run_unit(name: str, run) -> bool:
     """One unit, then the check that no implementation thread outlives the drivers it
     closed (close() stops every storage worker, per-read prefetch workers included)."""
@@ -437,6 +453,7 @@ def units(args):
         out += auto_units(args.walks) + feature_units(args.examples) + variant_units() + situation_units()
         out += default_units()
         out += s12_kills_b_units()
+        out += s12_kills_ku1_units()
     out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + mooncake_units() + fault_units()
     if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
         out = [(name, run) for name, run in out if any(u in name for u in args.unit)]
