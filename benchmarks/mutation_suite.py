@@ -356,6 +356,22 @@ def s12_kills_b_units():
     return out
 
 
+def s12_kills_ku1_units():
+    """(name, run) per situation for seed-12 survivors of session 14, kU1
+    (tiercheck.conformance.s12_kills_ku1): steps naming a prefetch past the queue's end."""
+    from tiercheck.conformance import s12_kills_ku1, situations  # imports the implementation: after the map's tracer starts
+
+    out = []
+    for sit in s12_kills_ku1.SITUATIONS:
+        def run(sit=sit):
+            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg, backend=sit.backend))
+            if problem:
+                print(f"situation {sit.name}: {problem}")
+            return not problem
+        out.append((f"situation {sit.name}", run))
+    return out
+
+
 def s12_kills_ku2_units():
     """(name, run) per unit for seed-12 survivors killed in session 14 by kU2
     (tiercheck.conformance.s12_kills_ku2): a situation, and a twin situation (the bug on
@@ -463,6 +479,7 @@ def units(args):
         out += default_units()
         out += s12_kills_b_units()
         out += s12_kills_ku2_units()
+        out += s12_kills_ku1_units()
     out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + mooncake_units() + fault_units()
     if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
         out = [(name, run) for name, run in out if any(u in name for u in args.unit)]
