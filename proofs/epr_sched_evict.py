@@ -325,7 +325,8 @@ SPLIT = {"insert": "insert_evicts", "load_back": "load_back_evicts"}
 # Obligations proved page-sorted with the option off only, and bounded with it on
 # (proofs.audit, epr_obligations.BOUNDED_UNDER): none now. The counting targets
 # (proofs.epr_counting, epr_locks) follow insert through make_room since session 11
-# (proofs.epr_counting_evict). (prefix_closed, tree_closed and rank_agreement with it
+# (proofs.epr_counting_evict), load_back through it and the CP planner's victims since
+# session 14 (``load``, ``planner_victims``). (prefix_closed, tree_closed and rank_agreement with it
 # on are proved in two parts, the eviction and then the plain insert: proofs.epr_insert_room.)
 UNDECIDED_ON = {"insert": ()}
 
