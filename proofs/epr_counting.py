@@ -146,8 +146,17 @@ def running_locked(u, v: Paged):
                   forall(lambda p: z3.Implies(v.lanch(p), z3.And(v.live(p), v.lock(p) >= 1))))
 
 
+def anchor_loading(u, v: Paged):
+    """An H->D copy's anchor has a device copy (LOADING until loading_check acks it:
+    load_back marks the chain, anchor included, LOADING, and a LOADING node is locked,
+    so not evicted): so a load_back's node, device-ABSENT, anchors no copy yet, and its
+    new anchor adds one to the counts (epr_locks.loads_added). A consequence of
+    load_queue and lock_accounting of the bounded audit, a hypothesis as running_locked."""
+    return forall(lambda p: z3.Implies(v.lanch(p), v.dev(p) != ABSENT))
+
+
 HYPOTHESES = {"writing_locked": writing_locked, "reserved_nonnegative": reserved_nonnegative,
-              "running_locked": running_locked}
+              "running_locked": running_locked, "anchor_loading": anchor_loading}
 
 
 # --- a step's ledger --------------------------------------------------------------------------
@@ -207,9 +216,9 @@ def balance(u, pre: Paged, post: Paged, pool: str, entries: List[Entry]):
 
 # The steps whose counter updates are followed (through ``moved`` in proofs.epr_actions,
 # or none: the counters carried; check_prefetch_progress and the drain round through
-# proofs.epr_drain); every other step leaves them free (load_back moves them by the
-# planner's victims, which the view does not hold).
-COUNTED = ("init", "evict", "insert", "prefetch_from_storage", "writing_check", "loading_check",
+# proofs.epr_drain; load_back through its eviction or the CP planner's victims,
+# proofs.epr_sched_evict); every other step leaves them free.
+COUNTED = ("init", "evict", "insert", "load_back", "prefetch_from_storage", "writing_check", "loading_check",
            "lock_request", "unlock_request", "prefetch_timeout", "prefetch_read_fails", "prefetch_revoke",
            "check_prefetch_progress", "drain_storage_control_queues")  # the last two: proofs.epr_drain
 
@@ -222,13 +231,12 @@ def settle(u, name: str, pre: Paged, post: Paged) -> Paged:
     """The step's counters: init's values, the balance instances of a counted step, free
     values otherwise."""
     ledger = u.__dict__.pop("ledger", [])
-    uncounted = u.__dict__.pop("uncounted", False)  # a step's own eviction ran (epr_sched_evict)
     if name == "init":  # nothing held: an empty set has size 0
         _fact(u, *[z3.Implies(forall(lambda p: z3.Not(held(post, pool)(p))), held_size(u, post, pool) == 0)
                    for pool in POOLS])
         return post.update(dev_free=const(u.cfg.device_pages), host_free=const(u.cfg.host_pages),
                            pq_held=z3.IntVal(0))
-    if name not in COUNTED or uncounted:
+    if name not in COUNTED:
         return post.update(**{c: z3.Int(f"{name}.{c}!{next(_ids)}") for c in COUNTERS})
     _fact(u, *[balance(u, pre, post, pool, ledger) for pool in POOLS])
     return post
@@ -242,8 +250,7 @@ def fits(u, v: Paged, pool: str) -> None:
     taking, has a counter >= 0 (insert's guard: insert_device_need, computed by the walk
     the insert then does, <= dev_free; a host allocation's success: allocate_host's ok
     means host_free >= need)."""
-    if not getattr(u, "uncounted", False):  # (where the step runs: ``fit_cond``, epr_sched_evict)
-        _fact(u, z3.Implies(getattr(u, "fit_cond", True), v.f[pool] >= 0))
+    _fact(u, z3.Implies(getattr(u, "fit_cond", True), v.f[pool] >= 0))  # (where the step runs: ``fit_cond``)
 
 
 def peer_amount(u, when, name: str) -> Callable:

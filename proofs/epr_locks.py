@@ -12,12 +12,13 @@ are sizes of page sets per node x, ``x -> #{p : lanch(p), x <= p}`` and
 instances valid for every finite set, added where a step needs them:
 
 - a set with a member has size >= 1;
-- a split's new node c and the node x it was cut from: equal sets have equal sizes
-  (``same_counts``);
+- a split's new node c and the node x it was cut from, one node in a step's branch
+  and in the step: equal sets have equal sizes (``same_counts``, ``same_sets``);
 - a new node: an empty set has size 0 (``no_counts``);
-- a request starts or stops running, acked loads leave the queue: the size of a set
-  with one element added (not in it before) is one more, with one removed one less,
-  of a disjoint union the sum (``runs_added``, ``runs_removed``, ``loads_acked``).
+- a request starts or stops running, a load_back queues its copy, acked loads leave
+  the queue: the size of a set with one element added (not in it before) is one more,
+  with one removed one less, of a disjoint union the sum (``runs_added``,
+  ``runs_removed``, ``loads_added``, ``loads_acked``).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from .sym import const
 
 _ids = itertools.count()
 # the steps under which lock_accounting is proved for any number of pages (every other
-# covered step is a frame obligation of it, proofs.epr_frame; load_back stays bounded)
-ACTIONS = ("init", "insert", "writing_check", "evict", "loading_check", "drain_storage_control_queues",
+# covered step is a frame obligation of it, proofs.epr_frame)
+ACTIONS = ("init", "insert", "load_back", "writing_check", "evict", "loading_check", "drain_storage_control_queues",
            "prefetch_from_storage", "check_prefetch_progress", "lock_request", "unlock_request")
 
 
@@ -113,6 +114,14 @@ def no_counts(u, v: Paged, q) -> None:
         _fact(u, z3.Implies(forall(lambda p: z3.Not(at(q, p))), n(q) == 0))
 
 
+def same_sets(u, a: Paged, b: Paged) -> None:
+    """Two views of one step (a branch's and the step's): at each node, if the pages
+    counted are the same sets, their counts are equal."""
+    for (na, at_a), (nb, at_b) in zip(_sets(u, a), _sets(u, b)):
+        if na is not nb:
+            _fact(u, forall(lambda x: z3.Implies(forall(lambda p: at_a(x, p) == at_b(x, p)), na(x) == nb(x))))
+
+
 def runs_added(u, pre: Paged, post: Paged, req) -> None:
     """lock_request: request ``req`` starts running (it was not)."""
     n0, at0 = running(u, pre), _runs_at(u, pre)
@@ -120,6 +129,16 @@ def runs_added(u, pre: Paged, post: Paged, req) -> None:
     _fact(u, forall(lambda x: z3.Implies(
         z3.And(z3.Not(at0(x, req)), forall(lambda q: at1(x, q) == z3.Or(at0(x, q), z3.And(q == req, at1(x, req))))),
         n1(x) == n0(x) + z3.If(at1(x, req), 1, 0))))
+
+
+def loads_added(u, pre: Paged, post: Paged, anchor) -> None:
+    """load_back: its H->D copy, anchored at ``anchor`` (no anchor before), is queued."""
+    n0, at0 = loads(u, pre), _loads_at(u, pre)
+    n1, at1 = loads(u, post), _loads_at(u, post)
+    _fact(u, forall(lambda x: z3.Implies(
+        z3.And(z3.Not(at0(x, anchor)),
+               forall(lambda p: at1(x, p) == z3.Or(at0(x, p), z3.And(p == anchor, at1(x, anchor))))),
+        n1(x) == n0(x) + z3.If(at1(x, anchor), 1, 0))))
 
 
 def runs_removed(u, pre: Paged, post: Paged, req) -> None:

@@ -160,13 +160,15 @@ def check(su: USetup, target: str, action: str, rlimit: int = 0):
     else:
         negated = z3.Not(goal(su, target))
         su.solver.add(*su.u.facts[known:], negated)  # facts the goal named (set sizes)
-        sol = fresh_solver(su.solver.assertions(), rlimit=rlimit or limits.EPR_CHECK_RLIMIT)  # not incremental
+        asserted = list(su.solver.assertions())
+        sol = fresh_solver(asserted, rlimit=rlimit or limits.EPR_CHECK_RLIMIT)  # not incremental
         res = sol.check()
         model = sol.model() if res == z3.sat else None
         if res == z3.unknown or (res == z3.sat and sized):
             # with set sizes, a model of the abstraction may give a size no finite set has:
             # the counterexample is searched for with every size exact (epr_counting.exact)
-            model = finite_model(list(sol.assertions()), extra=exact(su.u) if sized else None)
+            # (from the formulas asserted, not the list z3 keeps after its preprocessing)
+            model = finite_model(asserted, extra=exact(su.u) if sized else None)
             res = z3.sat if model is not None else z3.unknown
     cti = extract(su, model, target, action) if model is not None else None
     su.solver.pop()

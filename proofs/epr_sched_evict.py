@@ -41,7 +41,7 @@ import z3
 
 from ..spec.state import ABSENT, HOST_RESIDENT, LOADING, RESIDENT
 from .encode.scheduler_evict import CHAIN_UNLOCKED, UNCHECKED
-from . import epr_counting as count
+from . import epr_counting as count, epr_locks
 from .epr_actions import choice, define, enqueue, insert as plain_insert, havoc_scalars, remove_nodes, slot_step, view_ite
 from .epr_properties import b_, can_reclaim_duplicate, device_leaves
 from .forest import PageSort, forall
@@ -123,7 +123,8 @@ def make_room(u, v: Paged, active, mine, hold, dups, name: str, record=None, cou
         ok = lambda x: z3.Or(deleted(x), idle(x))
         kept = lambda x: z3.BoolVal(False)
     u.facts.append(forall(lambda x: z3.Implies(deleted(x), gone(x))))
-    u.facts.append(forall(lambda x: z3.Implies(gone(x), z3.And(v2.live(x), ok(x)))))
+    # (only where make_room runs: some rank is short)
+    u.facts.append(forall(lambda x: z3.Implies(gone(x), z3.And(active, v2.live(x), ok(x)))))
     # closed under descendants, stated per page: a cached page below a node that goes is
     # owned by a node that goes (the spec removes whole subtrees: a node below x owns it)
     u.facts.append(forall(lambda a, p: z3.Implies(z3.And(v2.cached(a), gone(v2.own(a)), u.forest.le(a, p), v2.cached(p)),
@@ -158,6 +159,9 @@ def planner_victims(u, v: Paged, on, e) -> Paged:
     # (victims, whether it runs, the view it read, the loaded node): proofs.epr_planner
     u.__dict__.setdefault("plans", []).append((vic, on, v, e))
     backed = lambda x: v.host(x) == HOST_RESIDENT
+    # each victim's device pages go back (spec evict_victims); the removed ones hold no
+    # host copy (unlocked, so not WRITING: epr_counting.writing_locked)
+    v = count.moved(u, v, "dev_free", +1, count.node_pages(v, vic), name="planned")
     out = v.set_node(lambda x: z3.And(vic(x), backed(x)), dev=lambda x: z3.IntVal(ABSENT))
     return remove_nodes(u, out, lambda x: z3.And(vic(x), z3.Not(backed(x)))).named("planned", u.facts)
 
@@ -196,32 +200,26 @@ def _evicting(u, v: Paged, a, flag, hold, step, name: str) -> Paged:
     # rank does, as the bounded encoding assumes (encode/eviction.evict); free under variants
     mine = active if not u.cfg.variants else z3.And(active, z3.Bool(f"{name}.mine!{next(_ids)}"))
     a["evict_held"] = lambda x: z3.And(mine, hold(x))  # spec/properties._held_while_evicting
-    # insert's counters are followed through make_room (proofs.epr_counting_evict) and
-    # the insert counted from the view it leaves (``count_base``); load_back's are not
-    # (not epr_counting.COUNTED): its step's counters are free (epr_counting.settle)
-    counted = name == "insert_room"
-    if not counted:
-        u.uncounted = True
-    sets = {} if counted else None
+    # the counters are followed through make_room (proofs.epr_counting_evict) and the
+    # step counted from the view it leaves (``count_base``), its ledger and guard where
+    # it runs (insert since session 11, load_back since session 14)
+    sets = {}
     mid = make_room(u, v, active, mine, hold, a["dups"], name, a, sets)
     mid = _slotted(u, v, mid, a)
-    if counted:
-        from .epr_counting_evict import room
+    from .epr_counting_evict import room
 
-        mid = room(u, v, mid, **sets)
+    mid = room(u, v, mid, **sets)
     a["room_facts"] = len(u.facts)  # the facts made up to the view after the eviction (proofs.epr_insert_room)
     fits = z3.Bool(f"{name}.fits!{next(_ids)}")
     u.facts.append(z3.Implies(z3.Not(active), fits))
     b = {**a, "leaf": device_leaves(u, mid, f"{name}.leaf")}
-    if counted:
-        a["count_base"] = mid
-        mark, u.fit_cond = count.mark(u), fits  # the insert's ledger and guard where it runs
+    a["count_base"] = mid
+    mark, u.fit_cond = count.mark(u), fits  # the step's ledger and guard where it runs
     after = step(mid, b)
-    if counted:
-        count.branch(u, mark, fits)
-        del u.fit_cond
+    count.branch(u, mark, fits)
+    del u.fit_cond
     # the step's choices (proofs.epr_queue_sched), made where the step ran
-    a.update(fits=fits, room_mid=mid, **{k: b[k] for k in ("staged", "staged_view", "load_first", "walked_to") if k in b})
+    a.update(fits=fits, room_mid=mid, room_after=after, **{k: b[k] for k in ("staged", "staged_view", "load_first", "walked_to") if k in b})
     return view_ite(fits, after, mid).named(name, u.facts)
 
 
@@ -244,6 +242,9 @@ def load_back(u, v: Paged, a) -> Paged:
         return load(u, v, planned, e, b)
 
     out = _evicting(u, v, a, flag, hold, step, "load_room")
+    if "room_after" in a:  # its anchors: the load's where the chain fits, else the eviction's
+        for branch_view in (a["room_after"], a["room_mid"]):
+            epr_locks.same_sets(u, out, branch_view)
     if z3.is_false(z3.simplify(z3.Or(flag, cp))):
         return out
     # its evictions and removals write the registry (epr_actions.REGISTRY_WRITERS)
@@ -265,13 +266,19 @@ def load(u, was: Paged, v: Paged, e, a=None) -> Paged:
         u.facts.append(fact)
         a["load_first"] = was.start(top)
     on_path = lambda x: z3.And(was.live(x), f.le(x, e), v.live(x))
-    return v.update(
+    # the chain's device pages, the pre-state's (spec: dev_free - len(pages)), taken
+    # where they fit (the guard; after an eviction, ``fits``: count.fits)
+    v = count.moved(u, v, "dev_free", -1, count.node_pages(was, chain), name="loaded")
+    count.fits(u, v, "dev_free")
+    out = v.update(
         lfly=lambda p: z3.Or(v.lfly(p), z3.And(was.cached(p), chain(was.own(p)))),
         dev=lambda x: z3.If(kept(x), z3.IntVal(LOADING), v.dev(x)),
         lbp=lambda x: z3.Or(kept(x), v.lbp(x)),
         lock=lambda x: z3.If(on_path(x), v.lock(x) + 1, v.lock(x)),
         lanch=lambda p: z3.Or(v.lanch(p), p == e),  # the copy's anchor (proofs.epr_locks)
     ).named("loading", u.facts)
+    epr_locks.loads_added(u, v, out, e)
+    return out
 
 
 def spec_short(m, s, a) -> bool:
@@ -318,7 +325,8 @@ SPLIT = {"insert": "insert_evicts", "load_back": "load_back_evicts"}
 # Obligations proved page-sorted with the option off only, and bounded with it on
 # (proofs.audit, epr_obligations.BOUNDED_UNDER): none now. The counting targets
 # (proofs.epr_counting, epr_locks) follow insert through make_room since session 11
-# (proofs.epr_counting_evict). (prefix_closed, tree_closed and rank_agreement with it
+# (proofs.epr_counting_evict), load_back through it and the CP planner's victims since
+# session 14 (``load``, ``planner_victims``). (prefix_closed, tree_closed and rank_agreement with it
 # on are proved in two parts, the eviction and then the plain insert: proofs.epr_insert_room.)
 UNDECIDED_ON = {"insert": ()}
 
