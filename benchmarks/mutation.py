@@ -481,6 +481,10 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="tiercheck-mutation-"))
     session = Path(args.session) if args.session else work / "session.sqlite"
     if args.rerun_survivors:
+        for need in (session, map_path(session)):
+            if not need.is_file():  # the session's own map holds the sources its mutants were made from
+                sys.exit(f"mutation.py: --rerun-survivors: {need} not found (a session and its .map.json, "
+                         "as --session wrote them)")
         rerun_survivors(session, suite_argv(args.examples, args.seeds, args.budget), args.map or map_path(session),
                         args.timeout, set(args.only))
     elif not args.report_only:

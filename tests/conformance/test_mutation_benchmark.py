@@ -176,3 +176,10 @@ def test_loading_the_suite_loads_no_implementation_module():
     out = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks" / "mutation_suite.py")],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_rerun_without_its_session_map_is_a_one_line_error(tmp_path):
+    session = tmp_path / "s.sqlite"
+    session.write_bytes(b"")  # a session copied without the .map.json beside it
+    with pytest.raises(SystemExit, match=r"s\.sqlite\.map\.json not found"):
+        _load("mutation").main(["--session", str(session), "--rerun-survivors"])
