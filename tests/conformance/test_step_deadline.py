@@ -53,9 +53,7 @@ def test_an_evict_that_spins_is_reported_at_its_loop(monkeypatch):
     monkeypatch.setenv(ENV, "2")
     mutant = _spinning_evict()
     monkeypatch.setattr(Eviction, "evict", mutant)
-    t0 = time.monotonic()
     mm = _replay_tour0().mismatch
-    assert time.monotonic() - t0 < 60
     assert mm is not None and mm.kind == "error"
     assert "StepTimeout: the implementation did not return within 2 s" in mm.message
     # The main thread only waits for the lock-step rank: the report names the rank's thread
