@@ -10,6 +10,7 @@ eviction part is what fails; with make_room's outcome per rank, the pair's evict
 part fails; the proof holds under every seed and after other setups renamed the
 symbols (its effort, decided at once, swung from 1.5 to 42 s with the names)."""
 
+import pytest
 import z3
 
 from tiercheck.proofs import epr_insert_room as ir
@@ -71,6 +72,9 @@ def test_the_insert_part_needs_the_eviction_part():
     assert finite_model([*weaker, z3.Not(UPROPS["tree_closed"].fn(su.u, su.post))], sizes=range(1, 4)) is not None
 
 
+# -m slow: 20-26 s (the finite search for both targets' CTIs); the cheap check that the
+# insert part needs the eviction part (above) stays in the default run
+@pytest.mark.slow
 def test_an_eviction_that_breaks_the_tree_gets_a_cti(monkeypatch):
     """make_room broken: an idle host-only node leaves the tree without its subtree. Both
     targets fail with a concrete counterexample for any pages (the eviction's own, the

@@ -44,7 +44,7 @@ def _steps(m, n=6, seeds=10, steps=30):
 @pytest.mark.parametrize("name", [n if n != "wb-evicts-2r" else pytest.param(n, marks=pytest.mark.slow) for n in MODELS])
 def test_evicting_steps_are_behaviours_with_the_spec_values(name):
     m = model(name)
-    steps = _steps(m)
+    steps = _steps(m, n=3)  # three spread over the walks' evicting steps: each check costs seconds
     assert steps, f"{name}: no step evicts by itself"
     for s, a, t in steps:
         for r in range(m.cfg.ranks):
