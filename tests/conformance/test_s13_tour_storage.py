@@ -1,0 +1,67 @@
+"""The shipped wt-storage-1r tour (tests/generated/wt-storage-1r, session 15) and the seed-13
+survivor it kills: group.py:206 `name == "storage_backup_done"` -> `name is ...`.
+
+A step read from a file (a tour, a counterexample) carries a name equal to the literal but
+not the same object (JSON strings are not interned), so dispatch by identity falls through
+to the generic `getattr(self, name)(rank)` and drops the step's `pages`: a partial ack
+becomes a whole one. Only a trace from disk with a partial ack tells the two apart; the
+other tours have none (no partial_storage fault), and steps the spec makes carry the
+interned literal."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tiercheck.conformance.adapters import driver_factory
+from tiercheck.conformance.generated import load_tour
+from tiercheck.conformance.runner import replay
+from tiercheck.impl.hicache.group import HiCacheGroup
+from tiercheck.spec.model import Model
+
+from mutant_helpers import load_mutation_suite, recompiled
+
+TOUR = Path(__file__).resolve().parents[1] / "generated" / "wt-storage-1r" / "tour.json"
+
+
+def _partial_ack_trace():
+    """The first trace with an ack that stores fewer pages than its backup has."""
+    mf, traces = load_tour(TOUR)
+    m = Model(mf.config)
+    for actions, probes in traces:
+        s = m.init_states()[0]
+        for i, a in enumerate(actions):
+            if i in probes:
+                continue
+            if a.name == "storage_backup_done" and a["pages"] == 0:
+                return mf.config, actions, probes
+            s = m.next_state(s, a)
+    raise AssertionError("no partial ack in the tour")
+
+
+def _replay(cfg, actions, probes):
+    driver = driver_factory("reference", cfg)()
+    try:
+        return replay(driver, actions, expect_disabled=probes).mismatch
+    finally:
+        driver.close()
+
+
+def test_the_tour_replays_partial_acks_read_from_json():
+    cfg, actions, probes = _partial_ack_trace()
+    ack = next(a for a in actions if a.name == "storage_backup_done" and a["pages"] == 0)
+    assert ack.name == "storage_backup_done" and ack.name is not sys.intern("storage_backup_done")
+    assert _replay(cfg, actions, probes) is None
+
+
+def test_dispatch_by_identity_is_caught(monkeypatch):
+    made = recompiled(HiCacheGroup.apply, 'if name == "storage_backup_done":', 'if name is "storage_backup_done":')
+    monkeypatch.setattr(HiCacheGroup, "apply", made["apply"])
+    mm = _replay(*_partial_ack_trace())
+    assert mm is not None and mm.kind == "state", mm
+    assert 'backup_acks [{"reported":0,"stored":0}]' in mm.message
+
+
+def test_the_tour_is_in_the_mutation_suite():
+    names = [n for n, _ in load_mutation_suite("bench_mutation_suite_s13_tour").tour_units()]
+    assert "tour wt-storage-1r 0" in names
