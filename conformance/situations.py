@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Callable, NamedTuple, Optional
 
-from tiercheck.impl.hicache.metrics import DEVICE_EVICTED, DUP_RECLAIMED
+from tiercheck.impl.hicache.metrics import DEVICE_EVICTED, DUP_RECLAIMED, MIRROR_RELEASED
 from tiercheck.models import model_file
 from tiercheck.toml_compat import tomllib
 from tiercheck.spec.action import act
@@ -194,6 +194,12 @@ def _reclaimed_two(m, s, a, t) -> bool:
     """A step reclaims two pages of duplicate host copies (a two-page node: the counter
     counts the node's pages times the page size)."""
     return _increments(m, s, a, t)[DUP_RECLAIMED] >= 2
+
+
+def _released_one_page(m, s, a, t) -> bool:
+    """A drain round releases the host copy of a one-page mirror (the counter counts
+    pages times the page size: with two-token pages, 2 for 1 page, where 1 ** 2 is 1)."""
+    return _increments(m, s, a, t)[MIRROR_RELEASED] == 1
 
 
 def _insert_evicted(m, s, a, t) -> bool:
@@ -589,6 +595,8 @@ SITUATIONS = (
     Situation("a store hit with prefetch off", "wt-mirror-1r", (), _store_hit, _prefetch_off),
     Situation("a two-page duplicate reclaimed", "wb-reclaim-1r", (), _reclaimed_two,
               overrides=(("requests", ((1, 2), (1, 2, 3), (4,))),)),
+    Situation("a one-page mirror released, two-token pages", "wt-mirror-1r", (), _released_one_page,
+              overrides=(("page_size", 2),)),
     Situation("an insert that evicts, two-token pages", "wt-evicts-1r", (), _insert_evicted,
               overrides=(("page_size", 2), ("requests", ((1, 2), (1, 2, 3, 4), (5, 6, 7, 8))))),
     # The victim order as a model file spells it: TOML's "path" is a string of its own,

@@ -1,12 +1,15 @@
-"""The shipped wt-storage-1r tour (tests/generated/wt-storage-1r, session 15) and the seed-13
-survivor it kills: group.py:206 `name == "storage_backup_done"` -> `name is ...`.
+"""Seed-13 survivors killed by the lead in session 15.
 
-A step read from a file (a tour, a counterexample) carries a name equal to the literal but
-not the same object (JSON strings are not interned), so dispatch by identity falls through
-to the generic `getattr(self, name)(rank)` and drops the step's `pages`: a partial ack
-becomes a whole one. Only a trace from disk with a partial ack tells the two apart; the
-other tours have none (no partial_storage fault), and steps the spec makes carry the
-interned literal."""
+group.py:206 `name == "storage_backup_done"` -> `name is ...`: a step read from a file (a
+tour, a counterexample) carries a name equal to the literal but not the same object (JSON
+strings are not interned), so dispatch by identity falls through to the generic
+`getattr(self, name)(rank)` and drops the step's `pages`: a partial ack becomes a whole
+one. Only a trace from disk with a partial ack tells the two apart; the shipped
+wt-storage-1r tour (tests/generated/wt-storage-1r) has them, the other tours none (no
+partial_storage fault), and steps the spec makes carry the interned literal.
+
+storage_path.py:225 `got * page_size` -> `got ** page_size`: the situation "a one-page
+mirror released, two-token pages" (conformance/situations.py)."""
 
 from __future__ import annotations
 
@@ -65,3 +68,19 @@ def test_dispatch_by_identity_is_caught(monkeypatch):
 def test_the_tour_is_in_the_mutation_suite():
     names = [n for n, _ in load_mutation_suite("bench_mutation_suite_s13_tour").tour_units()]
     assert "tour wt-storage-1r 0" in names
+
+
+def test_a_one_page_mirror_release_counts_its_tokens(monkeypatch):
+    """storage_path.py:225 `got * page_size` -> `got ** page_size` (seed 13): equal for one-token
+    pages and for two pages of two tokens; the situation releases one two-token page."""
+    from tiercheck.conformance import situations as st
+    from tiercheck.impl.hicache.storage_path import StoragePath
+
+    sit = next(x for x in st.SITUATIONS if x.name == "a one-page mirror released, two-token pages")
+    verdict = lambda: st.check(sit, lambda cfg: driver_factory("reference", cfg))  # noqa: E731
+    assert verdict() == ""
+    made = recompiled(StoragePath._execute_plan, "got * self.layout.page_size", "got ** self.layout.page_size")
+    monkeypatch.setattr(StoragePath, "_execute_plan", made["_execute_plan"])
+    got = verdict()
+    assert "counter tiercheck:mirror_released_tokens_total went up by 1 in drain_storage_control_queues, " \
+           "the spec's state change says 2" in got, got
