@@ -196,6 +196,19 @@ def _reclaimed_two(m, s, a, t) -> bool:
     return _increments(m, s, a, t)[DUP_RECLAIMED] >= 2
 
 
+def _cached_whole_backed(m, s, a, t) -> bool:
+    """Request 0 is cached whole, its last node holding a host copy (the one anchor a
+    prefetch of it could hang from): nothing is left to fetch."""
+    rs, path = t.ranks[0], m.pages.request_pages[0]
+    end = rs.owner[path[-1]]
+    return all(rs.owner[p] >= 0 for p in path) and end == path[-1] and rs.nodes[end].host == HOST_RESIDENT
+
+
+def _prefetch_cached(m, t):
+    """prefetch_from_storage of request 0, cached whole: the spec has nothing to fetch."""
+    return act("prefetch_from_storage", req=0)
+
+
 def _released_one_page(m, s, a, t) -> bool:
     """A drain round releases the host copy of a one-page mirror (the counter counts
     pages times the page size: with two-token pages, 2 for 1 page, where 1 ** 2 is 1)."""
@@ -631,6 +644,13 @@ SITUATIONS = (
     # A long request (257 pages, past the 256 up to which CPython shares one int object
     # per value, so a page count compared by identity differs from one compared by value).
     Situation("a fetched run of 257 pages cached whole", "wt-prefetch-1r", (), _fetched_all_cached,
+              overrides=(("requests", (tuple(range(1, 258)), (258,))), ("device_pages", 257), ("host_pages", 257),
+                         ("faults", frozenset()))),
+    # And a prefetch of a 257-page request cached whole, backed up: the match covers the
+    # request (257 == 257 by value, not by identity), so there is nothing to fetch and the
+    # rank must not start one.
+    Situation("a prefetch of a 257-page request cached whole", "wt-prefetch-1r", (), _cached_whole_backed,
+              _prefetch_cached,
               overrides=(("requests", (tuple(range(1, 258)), (258,))), ("device_pages", 257), ("host_pages", 257),
                          ("faults", frozenset()))),
 )

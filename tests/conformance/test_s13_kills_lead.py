@@ -8,8 +8,9 @@ one. Only a trace from disk with a partial ack tells the two apart; the shipped
 wt-storage-1r tour (tests/generated/wt-storage-1r) has them, the other tours none (no
 partial_storage fault), and steps the spec makes carry the interned literal.
 
-storage_path.py:225 `got * page_size` -> `got ** page_size`: the situation "a one-page
-mirror released, two-token pages" (conformance/situations.py)."""
+storage_path.py:225 `got * page_size` -> `got ** page_size` and prefetch.py:35 `k ==
+len(hashes)` -> `k is len(hashes)`: the situations "a one-page mirror released, two-token
+pages" and "a prefetch of a 257-page request cached whole" (conformance/situations.py)."""
 
 from __future__ import annotations
 
@@ -84,3 +85,21 @@ def test_a_one_page_mirror_release_counts_its_tokens(monkeypatch):
     got = verdict()
     assert "counter tiercheck:mirror_released_tokens_total went up by 1 in drain_storage_control_queues, " \
            "the spec's state change says 2" in got, got
+
+
+def test_a_prefetch_of_a_257_page_request_cached_whole_is_refused(monkeypatch):
+    """prefetch.py:35 `k == len(hashes)` -> `k is len(hashes)` (seed 13): past 256 pages the two
+    ints are distinct objects, so the mutant looks for an anchor past the request's end."""
+    from tiercheck.conformance import situations as st
+    from tiercheck.impl.hicache.prefetch import Prefetch
+
+    sit = next(x for x in st.SITUATIONS if x.name == "a prefetch of a 257-page request cached whole")
+    verdict = lambda: st.check(sit, lambda cfg: driver_factory("reference", cfg))  # noqa: E731
+    cfg, actions, probes = st.trace(sit)
+    assert probes == (len(actions) - 1,) and len(cfg.requests[0]) == 257
+    assert verdict() == ""
+    made = recompiled(Prefetch._anchor, "if k == len(hashes):", "if k is len(hashes):")
+    monkeypatch.setattr(Prefetch, "_anchor", made["_anchor"])
+    got = verdict()
+    assert got.startswith(f"error at step {len(actions) - 1} ") and "IndexError" in got, got
+    assert "raised by prefetch_from_storage(req=0)" in got
