@@ -362,6 +362,12 @@ def _load_evicts_with_room_left(m, s, a, t) -> bool:
     return rs.dev_free > 0 and bool(evicted) and bool(spare)
 
 
+def _insert_evicts_with_room_left(m, s, a, t) -> bool:
+    """The same for an insert (insert_evicts): it evicts its shortfall, the pages it needs
+    beyond the free ones, and a device leaf it did not need stays."""
+    return a.name == "insert" and _load_evicts_with_room_left(m, s, a._replace(name="load_back"), t)
+
+
 def _evict_above_busy_host_leaf(m, s, a, t) -> bool:
     """An evict of a node without a host copy while a host-only node below it holds a host
     reference (a backup reading it): the subtree is busy, so nothing may be pruned."""
@@ -600,6 +606,11 @@ SITUATIONS = (
               _load_evicts_with_room_left,
               overrides=(("device_pages", 3), ("host_pages", 4), ("requests", ((1,), (2,), (3, 4))),
                          ("insert_evicts", False))),
+    # insert with insert_evicts: the same shortfall (need - free), not need << free.
+    Situation("an insert evicting its shortfall beside a free page", "wt-evicts-1r", (),
+              _insert_evicts_with_room_left,
+              overrides=(("device_pages", 3), ("host_pages", 4), ("requests", ((1,), (2,), (3, 4))),
+                         ("load_back_evicts", False))),
     Situation("an evict above a host-only node a backup still reads", "wts-mirror-1r", (),
               _evict_above_busy_host_leaf, overrides=(("requests", ((1,), (1, 2))),)),
     Situation("load back where no node ends", "wt-1r", (), _inserted, _load_no_node),

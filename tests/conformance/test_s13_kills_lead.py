@@ -8,9 +8,11 @@ one. Only a trace from disk with a partial ack tells the two apart; the shipped
 wt-storage-1r tour (tests/generated/wt-storage-1r) has them, the other tours none (no
 partial_storage fault), and steps the spec makes carry the interned literal.
 
-storage_path.py:225 `got * page_size` -> `got ** page_size` and prefetch.py:35 `k ==
-len(hashes)` -> `k is len(hashes)`: the situations "a one-page mirror released, two-token
-pages" and "a prefetch of a 257-page request cached whole" (conformance/situations.py)."""
+storage_path.py:225 `got * page_size` -> `got ** page_size`, prefetch.py:35 `k ==
+len(hashes)` -> `k is len(hashes)` and write_path.py:56 `need - free` -> `need << free`: the
+situations "a one-page mirror released, two-token pages", "a prefetch of a 257-page request
+cached whole" and "an insert evicting its shortfall beside a free page"
+(conformance/situations.py)."""
 
 from __future__ import annotations
 
@@ -103,3 +105,19 @@ def test_a_prefetch_of_a_257_page_request_cached_whole_is_refused(monkeypatch):
     got = verdict()
     assert got.startswith(f"error at step {len(actions) - 1} ") and "IndexError" in got, got
     assert "raised by prefetch_from_storage(req=0)" in got
+
+
+def test_an_insert_evicts_its_shortfall_not_more(monkeypatch):
+    """write_path.py:56 `(need - available)` -> `(need << available)` (seed 13): an insert with
+    one free page and two to place evicts one leaf; the mutant asks for 2 << 1 pages."""
+    from tiercheck.conformance import situations as st
+    from tiercheck.impl.hicache.write_path import WritePath
+
+    sit = next(x for x in st.SITUATIONS if x.name == "an insert evicting its shortfall beside a free page")
+    verdict = lambda: st.check(sit, lambda cfg: driver_factory("reference", cfg))  # noqa: E731
+    assert verdict() == ""
+    made = recompiled(WritePath.insert, "(need - self.device_pool.available())",
+                      "(need << self.device_pool.available())")
+    monkeypatch.setattr(WritePath, "insert", made["insert"])
+    got = verdict()
+    assert got.startswith("state at step 5 of 6:") and "device resident->absent" in got, got
