@@ -389,6 +389,16 @@ def _split_long_lower_half(m, s, a, t) -> bool:
                and rs.nodes[e].dev == DEV_RESIDENT and node_len(m.pages, rt, e) >= 2 for e in live_nodes(rs))
 
 
+def _split_long_upper_half(m, s, a, t) -> bool:
+    """An insert that splits a device-resident node and leaves an upper half of two pages
+    or more (a one-page upper half hides how many of its slots a slice takes)."""
+    if a.name != "insert":
+        return False
+    rs, rt = s.ranks[0], t.ranks[0]
+    return any(rt.nodes[e] is not None and rs.nodes[e].dev == DEV_RESIDENT
+               and node_len(m.pages, rs, e) - node_len(m.pages, rt, e) >= 2 for e in live_nodes(rs))
+
+
 def _touch_most_recent(m, t):
     """Probe: a rank touches the node its clock already ends with (nothing would change,
     so the spec disables it and the rank must refuse it)."""
@@ -674,6 +684,8 @@ SITUATIONS = (
 TWIN_SITUATIONS = (
     Situation("a split with a lower half of two pages", "variants/split-slice-off-by-one", (), _split_long_lower_half,
               overrides=(("requests", ((1, 2, 3), (1, 4))), ("device_pages", 4))),
+    Situation("a split with an upper half of two pages", "variants/split-slice-off-by-one", (), _split_long_upper_half,
+              overrides=(("requests", ((1, 2, 3), (1, 2, 4))), ("device_pages", 4))),
     Situation("an insert the diverged replicas disagree on", "variants/lru-local-clock", (), _diverged_insert),
     Situation("an insert the diverged replicas stage different nodes for", "variants/lru-local-clock", (),
               _diverged_node_keys, overrides=(("requests", ((1,), (2,), (3,), (1, 4))),)),

@@ -121,3 +121,22 @@ def test_an_insert_evicts_its_shortfall_not_more(monkeypatch):
     monkeypatch.setattr(WritePath, "insert", made["insert"])
     got = verdict()
     assert got.startswith("state at step 5 of 6:") and "device resident->absent" in got, got
+
+
+def test_a_split_with_a_two_page_upper_half_agrees_with_the_bug_on_both_sides(monkeypatch, capsys):
+    """write_path.py:101 `upper.dev_slots[-1:]` -> `[-2:]` under split-slice-off-by-one (seed 13):
+    the bug's slice takes the upper half's last slot; with an upper half of one page (the other
+    twin situation) the two slices are the same."""
+    from tiercheck.conformance import situations as st
+    from tiercheck.impl.hicache.write_path import WritePath
+
+    ms = load_mutation_suite("bench_mutation_suite_s13_lead")
+    units = dict(ms.situation_units())
+    name = "situation a split with an upper half of two pages"
+    assert ms.run_unit(name, units[name])
+    made = recompiled(WritePath._split, "(upper.dev_slots[-1:] + node.dev_slots)[:-1]",
+                      "(upper.dev_slots[-2:] + node.dev_slots)[:-1]")
+    monkeypatch.setattr(WritePath, "_split", made["_split"])
+    assert not ms.run_unit(name, units[name])
+    assert "the reference with the bug leaves the spec with it" in capsys.readouterr().out
+    assert any(s.name == name.removeprefix("situation ") for s in st.TWIN_SITUATIONS)
