@@ -35,10 +35,21 @@ class StepTimeout(Exception):
         self.frames = list(frames)
 
 
+# Where a thread blocks waiting for another (innermost frame in one of these standard
+# library modules): the main thread there is waiting for a worker, not stuck itself.
+_WAITS = ("threading.py", "queue.py", os.path.join("concurrent", "futures", "_base.py"), "selectors.py")
+
+
+def _waits(frame) -> bool:
+    return frame is not None and frame.f_code.co_filename.endswith(_WAITS)
+
+
 def _stuck_thread(main_frame):
     """(ident, name, stack) of the thread the step is stuck in: another thread busy in
     implementation code (its innermost frame there: an idle worker waits in the standard
-    library), else one with implementation frames waiting, else the main thread."""
+    library), else, where the main thread is only waiting (in a standard-library wait),
+    one with implementation frames waiting, else the main thread. (An idle worker that
+    another driver left behind is not blamed for the main thread's own loop.)"""
     from .crash import in_implementation  # crash imports nothing of this module
 
     names = {t.ident: t.name for t in threading.enumerate()}
@@ -50,7 +61,7 @@ def _stuck_thread(main_frame):
             continue
         found = (ident, names.get(ident, f"thread {ident}"), stack)
         (busy if in_implementation(stack[-1].filename) else waiting).append(found)
-    found = busy or waiting
+    found = busy or (waiting if _waits(main_frame) else [])
     return found[0] if found else (main, threading.main_thread().name, traceback.extract_stack(main_frame))
 
 

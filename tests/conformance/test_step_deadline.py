@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -93,6 +94,28 @@ def test_a_main_thread_loop_is_named_too():
             spin()
     assert "still running" not in str(info.value)
     assert info.value.frames[-1].name == "spin"
+
+
+def test_an_idle_worker_left_open_is_not_blamed_for_a_main_thread_loop():
+    """A lock-step driver another test (or caller) left open: its rank worker threads wait
+    idle with implementation frames on their stacks. The main thread's own loop is still
+    the one named (CI once saw `still running in thread lockstep-rank0` here)."""
+    def spin():
+        while True:
+            pass
+
+    mf, _traces = load_tour(TOUR)
+    driver = driver_factory("reference", mf.config)()
+    try:
+        driver.apply(_traces[0][0][0])  # the rank threads have run a step and wait for the next
+        assert any(t.name.startswith("lockstep-rank") for t in threading.enumerate())
+        with pytest.raises(StepTimeout) as info:
+            with step_deadline(0.5):
+                spin()
+        assert "still running" not in str(info.value)
+        assert info.value.frames[-1].name == "spin"
+    finally:
+        driver.close()
 
 
 def test_an_outer_timer_is_kept():
