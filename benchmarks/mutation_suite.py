@@ -372,6 +372,31 @@ def s12_kills_ku1_units():
     return out
 
 
+def s13_kills_kb_units():
+    """(name, run) per unit for seed-13 survivors killed in session 15 by kB
+    (tiercheck.conformance.s13_kills_kb): a situation, and a twin situation (the bug on
+    both sides, replayed as situation_units' twins)."""
+    from tiercheck.conformance import s13_kills_kb, situations  # imports the implementation: after the map's tracer starts
+
+    out = []
+    for sit in s13_kills_kb.SITUATIONS:
+        def run(sit=sit):
+            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg, backend=sit.backend))
+            if problem:
+                print(f"situation {sit.name}: {problem}")
+            return not problem
+        out.append((f"situation {sit.name}", run))
+    for sit in s13_kills_kb.TWIN_SITUATIONS:
+        def twin(sit=sit):
+            cfg, actions, probes = situations.trace(sit)
+            problem = _twin_departs(cfg, actions, next(iter(cfg.variants)), probes)
+            if problem:
+                print(f"situation {sit.name}: the reference with the bug leaves the spec with it at {problem}")
+            return not problem
+        out.append((f"situation {sit.name}", twin))
+    return out
+
+
 def s12_kills_ku2_units():
     """(name, run) per unit for seed-12 survivors killed in session 14 by kU2
     (tiercheck.conformance.s12_kills_ku2): a situation, and a twin situation (the bug on
@@ -480,6 +505,7 @@ def units(args):
         out += s12_kills_b_units()
         out += s12_kills_ku2_units()
         out += s12_kills_ku1_units()
+        out += s13_kills_kb_units()
     out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + mooncake_units() + fault_units()
     if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
         out = [(name, run) for name, run in out if any(u in name for u in args.unit)]
