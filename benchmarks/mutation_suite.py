@@ -263,28 +263,57 @@ def variant_units():
     return out
 
 
+def _situation_unit(sit):
+    def run():
+        problem = situations_module().check(sit, lambda cfg: driver_factory("reference", cfg, backend=sit.backend))
+        if problem:
+            print(f"situation {sit.name}: {problem}")
+        return not problem
+    return (f"situation {sit.name}", run)
+
+
+def _twin_unit(sit):
+    """The bug on both sides: the reference with the bug must stay with the spec with it."""
+    def twin():
+        cfg, actions, probes = situations_module().trace(sit)
+        problem = _twin_departs(cfg, actions, next(iter(cfg.variants)), probes)
+        if problem:
+            print(f"situation {sit.name}: the reference with the bug leaves the spec with it at {problem}")
+        return not problem
+    return (f"situation {sit.name}", twin)
+
+
+def _scenario_unit(name, scenario):
+    def fault():
+        from tiercheck.conformance.process_faults import guarded
+
+        problem = guarded(scenario)
+        if problem:
+            print(f"fault {name}: {problem}")
+        return not problem
+    return (f"fault {name}", fault)
+
+
+def situations_module():
+    from tiercheck.conformance import situations  # imports the implementation: after the map's tracer starts
+
+    return situations
+
+
+def module_units(module):
+    """(name, run) per unit of a kill module: its SITUATIONS, its TWIN_SITUATIONS (the
+    twin replay) and its scenarios() (fault units under process_faults' hang guard)."""
+    out = [_situation_unit(sit) for sit in getattr(module, "SITUATIONS", ())]
+    out += [_twin_unit(sit) for sit in getattr(module, "TWIN_SITUATIONS", ())]
+    out += [_scenario_unit(n, sc) for n, sc in (module.scenarios() if hasattr(module, "scenarios") else ())]
+    return out
+
+
 def situation_units():
     """(name, run) per rare situation (tiercheck.conformance.situations): the shortest spec
-    trace to it, replayed on the reference with every check (probes included)."""
-    from tiercheck.conformance import situations
-
-    out = []
-    for sit in situations.SITUATIONS:
-        def run(sit=sit):
-            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg, backend=sit.backend))
-            if problem:
-                print(f"situation {sit.name}: {problem}")
-            return not problem
-        out.append((f"situation {sit.name}", run))
-    for sit in situations.TWIN_SITUATIONS:  # the bug on both sides: the twin replay
-        def twin(sit=sit):
-            cfg, actions, probes = situations.trace(sit)
-            problem = _twin_departs(cfg, actions, next(iter(cfg.variants)), probes)
-            if problem:
-                print(f"situation {sit.name}: the reference with the bug leaves the spec with it at {problem}")
-            return not problem
-        out.append((f"situation {sit.name}", twin))
-    return out
+    trace to it, replayed on the reference with every check (probes included); the twin
+    situations with the bug on both sides."""
+    return module_units(situations_module())
 
 
 def default_units():
@@ -332,94 +361,31 @@ def fault_units():
 
 
 def s12_kills_b_units():
-    """(name, run) per unit for the seed-12 sample's second batch of survivors
-    (tiercheck.conformance.s12_kills_b): a situation, and scenarios run as fault units."""
-    from tiercheck.conformance import s12_kills_b, situations  # imports the implementation: after the map's tracer starts
+    """(name, run) per unit of tiercheck.conformance.s12_kills_b (seed-12 survivors, second batch (session 13): a situation, and scenarios run as fault units)."""
+    from tiercheck.conformance import s12_kills_b  # imports the implementation: after the map's tracer starts
 
-    out = []
-    for sit in s12_kills_b.SITUATIONS:
-        def run(sit=sit):
-            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg, backend=sit.backend))
-            if problem:
-                print(f"situation {sit.name}: {problem}")
-            return not problem
-        out.append((f"situation {sit.name}", run))
-    for name, scenario in s12_kills_b.scenarios():
-        def fault(name=name, scenario=scenario):
-            from tiercheck.conformance.process_faults import guarded
-
-            problem = guarded(scenario)
-            if problem:
-                print(f"fault {name}: {problem}")
-            return not problem
-        out.append((f"fault {name}", fault))
-    return out
+    return module_units(s12_kills_b)
 
 
 def s12_kills_ku1_units():
-    """(name, run) per situation for seed-12 survivors of session 14, kU1
-    (tiercheck.conformance.s12_kills_ku1): steps naming a prefetch past the queue's end."""
-    from tiercheck.conformance import s12_kills_ku1, situations  # imports the implementation: after the map's tracer starts
+    """(name, run) per unit of tiercheck.conformance.s12_kills_ku1 (seed-12 survivors of session 14, kU1: steps naming a prefetch past the queue's end)."""
+    from tiercheck.conformance import s12_kills_ku1  # imports the implementation: after the map's tracer starts
 
-    out = []
-    for sit in s12_kills_ku1.SITUATIONS:
-        def run(sit=sit):
-            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg, backend=sit.backend))
-            if problem:
-                print(f"situation {sit.name}: {problem}")
-            return not problem
-        out.append((f"situation {sit.name}", run))
-    return out
+    return module_units(s12_kills_ku1)
 
 
 def s13_kills_kb_units():
-    """(name, run) per unit for seed-13 survivors killed in session 15 by kB
-    (tiercheck.conformance.s13_kills_kb): a situation, and a twin situation (the bug on
-    both sides, replayed as situation_units' twins)."""
-    from tiercheck.conformance import s13_kills_kb, situations  # imports the implementation: after the map's tracer starts
+    """(name, run) per unit of tiercheck.conformance.s13_kills_kb (seed-13 survivors killed in session 15 by kB)."""
+    from tiercheck.conformance import s13_kills_kb  # imports the implementation: after the map's tracer starts
 
-    out = []
-    for sit in s13_kills_kb.SITUATIONS:
-        def run(sit=sit):
-            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg, backend=sit.backend))
-            if problem:
-                print(f"situation {sit.name}: {problem}")
-            return not problem
-        out.append((f"situation {sit.name}", run))
-    for sit in s13_kills_kb.TWIN_SITUATIONS:
-        def twin(sit=sit):
-            cfg, actions, probes = situations.trace(sit)
-            problem = _twin_departs(cfg, actions, next(iter(cfg.variants)), probes)
-            if problem:
-                print(f"situation {sit.name}: the reference with the bug leaves the spec with it at {problem}")
-            return not problem
-        out.append((f"situation {sit.name}", twin))
-    return out
+    return module_units(s13_kills_kb)
 
 
 def s12_kills_ku2_units():
-    """(name, run) per unit for seed-12 survivors killed in session 14 by kU2
-    (tiercheck.conformance.s12_kills_ku2): a situation, and a twin situation (the bug on
-    both sides, replayed as situation_units' twins)."""
-    from tiercheck.conformance import s12_kills_ku2, situations  # imports the implementation: after the map's tracer starts
+    """(name, run) per unit of tiercheck.conformance.s12_kills_ku2 (seed-12 survivors killed in session 14 by kU2: a situation and a twin situation)."""
+    from tiercheck.conformance import s12_kills_ku2  # imports the implementation: after the map's tracer starts
 
-    out = []
-    for sit in s12_kills_ku2.SITUATIONS:
-        def run(sit=sit):
-            problem = situations.check(sit, lambda cfg: driver_factory("reference", cfg, backend=sit.backend))
-            if problem:
-                print(f"situation {sit.name}: {problem}")
-            return not problem
-        out.append((f"situation {sit.name}", run))
-    for sit in s12_kills_ku2.TWIN_SITUATIONS:
-        def twin(sit=sit):
-            cfg, actions, probes = situations.trace(sit)
-            problem = _twin_departs(cfg, actions, next(iter(cfg.variants)), probes)
-            if problem:
-                print(f"situation {sit.name}: the reference with the bug leaves the spec with it at {problem}")
-            return not problem
-        out.append((f"situation {sit.name}", twin))
-    return out
+    return module_units(s12_kills_ku2)
 
 
 def run_unit(name: str, run) -> bool:

@@ -14,7 +14,7 @@ UNITS = dict(MS.s13_kills_kb_units())
 
 
 def test_the_units_are_in_the_mutation_suite():
-    assert list(UNITS) == [f"situation {s.name}" for s in kb.SITUATIONS + kb.TWIN_SITUATIONS]
+    assert list(UNITS) == [f"situation {s.name}" for s in kb.SITUATIONS]
 
 
 def _unit(sit) -> bool:
@@ -31,16 +31,3 @@ def test_an_early_return_reporting_a_commit_is_caught(monkeypatch, capsys):
         WritePath.writing_check, "return 0  # the bug", "return 1  # the bug")["writing_check"])
     assert not _unit(kb.SITUATIONS[0])
     assert "writing_check returned 1, the spec's state change says 0" in capsys.readouterr().out
-
-
-def test_a_split_with_a_two_page_upper_half_agrees_with_the_bug_on_both_sides():
-    assert _unit(kb.TWIN_SITUATIONS[0])
-
-
-def test_a_slice_two_pages_early_is_caught(monkeypatch, capsys):
-    # write_path.py:101: the lower half takes the upper half's last two device slots,
-    # not the one the bug takes.
-    monkeypatch.setattr(WritePath, "_split", recompiled(
-        WritePath._split, "upper.dev_slots[-1:]", "upper.dev_slots[-2:]")["_split"])
-    assert not _unit(kb.TWIN_SITUATIONS[0])
-    assert "node 1/2/3: device_slots" in capsys.readouterr().out
