@@ -348,12 +348,9 @@ def _touched_second_of_three(m, s, a, t) -> bool:
     return len(live) >= 3 and live[1] == a["node"]
 
 
-def _load_evicts_with_room_left(m, s, a, t) -> bool:
-    """A load_back that evicts its shortfall while the device has some free pages, and a
-    device leaf it did not need stays: evicting the whole chain's size (or more) instead of
-    the shortfall would take that leaf too."""
-    if a.name != "load_back":
-        return False
+def _evicts_with_room_left(m, s, t) -> bool:
+    """The step evicts while the device has some free pages, and a device leaf it did not
+    need stays: evicting more than the shortfall would take that leaf too."""
     rs, rt = s.ranks[0], t.ranks[0]
     evicted = [e for e in live_nodes(rs) if rs.nodes[e].dev == DEV_RESIDENT and
                (rt.nodes[e] is None or rt.nodes[e].dev != DEV_RESIDENT)]
@@ -362,10 +359,15 @@ def _load_evicts_with_room_left(m, s, a, t) -> bool:
     return rs.dev_free > 0 and bool(evicted) and bool(spare)
 
 
+def _load_evicts_with_room_left(m, s, a, t) -> bool:
+    """A load_back that evicts its shortfall (chain - free), not the chain's size or more."""
+    return a.name == "load_back" and _evicts_with_room_left(m, s, t)
+
+
 def _insert_evicts_with_room_left(m, s, a, t) -> bool:
     """The same for an insert (insert_evicts): it evicts its shortfall, the pages it needs
     beyond the free ones, and a device leaf it did not need stays."""
-    return a.name == "insert" and _load_evicts_with_room_left(m, s, a._replace(name="load_back"), t)
+    return a.name == "insert" and _evicts_with_room_left(m, s, t)
 
 
 def _evict_above_busy_host_leaf(m, s, a, t) -> bool:
