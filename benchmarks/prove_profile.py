@@ -8,6 +8,9 @@ one after another, each in a process of its own as the audit runs it, with its C
 
 A job is one action's obligations in one case of the pre-state (bounded: ``agree`` or
 ``diverged``, with the flags it fixes) or its page-sorted obligations (``unbounded``).
+Beside the CPU seconds, z3's resource units (its ``rlimit count``): the work, within about 1%
+from run to run, where the seconds move with the machine (on this one a fixed loop took
+1.4 to 2.2 s from one minute to the next).
 ``--write`` stores the figures that proofs/schedule.py orders the pool's jobs by
 (longest first); the figures change no result.
 """
@@ -23,7 +26,7 @@ COSTS = Path(__file__).resolve().parent.parent / "proofs" / "audit_costs.py"
 
 
 def profile(unbounded: bool, pages: int, actions=None):
-    from tiercheck.proofs.audit import _job, _jobs, _theorems, forked_pool
+    from tiercheck.proofs.audit import _jobs, _theorems, forked_pool, measured_job
     from tiercheck.proofs.obligations import ACTION_NAMES
     from tiercheck.proofs.schedule import job_key
 
@@ -31,14 +34,14 @@ def profile(unbounded: bool, pages: int, actions=None):
     jobs = _jobs(list(actions or ACTION_NAMES), (), pages, unbounded)
     with forked_pool(1) as pool:  # each job in a fresh process, as the audit runs it
         if not actions:
-            rows.append(("theorems", pool.apply(_theorems, (None,))[1], 0))
-        done = pool.map(_job, jobs, chunksize=1)
-    for job, (results, cpu) in zip(jobs, done):
+            rows.append(("theorems", pool.apply(_theorems, (None,))[1], 0, 0))
+        done = pool.map(measured_job, jobs, chunksize=1)
+    for job, (results, cpu, units) in zip(jobs, done):
         action, kind, _v, _p, targets, fix = job
         bad = [r for r in results if r.status != "proved"]
         if bad:
             raise SystemExit(f"{job_key(action, kind, fix)}: not proved: {[r.target for r in bad]}")
-        rows.append((job_key(action, kind, fix), cpu, len(targets)))
+        rows.append((job_key(action, kind, fix), cpu, len(targets), units))
     return rows
 
 
@@ -47,7 +50,7 @@ def write_costs(rows) -> None:
              "in a fresh process, one after another); proofs/schedule.py orders the pool's jobs by them.",
              'Regenerate after moving obligations between jobs; a job missing here gets a default."""',
              "", "COSTS = {"]
-    lines += [f"    {k!r}: {c:.2f}," for k, c, _n in sorted(rows, key=lambda r: r[0]) if k != "theorems"]
+    lines += [f"    {k!r}: {c:.2f}," for k, c, _n, _u in sorted(rows, key=lambda r: r[0]) if k != "theorems"]
     lines += ["}", ""]
     COSTS.write_text("\n".join(lines))
 
@@ -69,12 +72,14 @@ def main(argv=None) -> int:
     if unknown:
         p.error(f"unknown action(s): {', '.join(unknown)}")
     rows = profile(not args.bounded, args.pages, args.actions)
-    total = sum(c for _k, c, _n in rows)
-    print(f"{'job':58s} {'targets':>7s} {'cpu s':>7s} {'share':>6s}")
-    for k, c, n in sorted(rows, key=lambda r: -r[1])[:args.top]:
-        print(f"{k:58s} {n:7d} {c:7.2f} {100 * c / total:5.1f}%")
-    print(f"{len(rows)} jobs, {total:.1f} CPU-s in all; load average (1 min) {load0:.1f} at start, "
-          f"{os.getloadavg()[0]:.1f} at end")
+    total = sum(r[1] for r in rows)
+    units = sum(r[3] for r in rows)
+    print(f"{'job':52s} {'targets':>7s} {'cpu s':>7s} {'share':>6s} {'z3 units (M)':>13s}")
+    for k, c, n, w in sorted(rows, key=lambda r: -r[1])[:args.top]:
+        print(f"{k:52s} {n:7d} {c:7.2f} {100 * c / total:5.1f}% {w / 1e6:13.1f}")
+    print(f"{len(rows)} jobs, {total:.1f} CPU-s and {units / 1e6:.1f} million z3 resource units in all "
+          f"(the units are the same on every run; the seconds move with the machine); "
+          f"load average (1 min) {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end")
     if args.write:
         write_costs(rows)
         print(f"wrote {COSTS.relative_to(COSTS.parent.parent)}")

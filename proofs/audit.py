@@ -71,6 +71,15 @@ def _job(args):
     return out, time.process_time() - t0
 
 
+def measured_job(args):
+    """``_job`` and the z3 resource units it took (benchmarks/prove_profile.py)."""
+    from .limits import resource_units
+
+    r0 = resource_units()
+    results, cpu = _job(args)
+    return results, cpu, resource_units() - r0
+
+
 UNBOUNDED = "unbounded"  # the job kind of an action's page-sorted obligations
 # insert's page-sorted obligations with insert_evicts on, the queue targets apart
 # (proofs.epr_queue_sched): the costliest part of the audit, split so that a pool of two

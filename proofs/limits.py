@@ -38,3 +38,13 @@ THEOREM_RLIMIT = 10_000_000
 # as the rlimit before, at or under the use. 60x the largest: an undecided case only
 # falls back to the full encoding (vacuous) or an unknown rank_agreement (excused).
 CASE_VACUITY_RLIMIT = 4_000_000
+
+
+def resource_units() -> int:
+    """z3's resource counter in this process so far (its ``rlimit count``, the context's
+    running total): the work done, the same on every run of the same job in a fresh
+    process, where CPU seconds move with the machine."""
+    import z3
+
+    st = z3.Solver().statistics()
+    return next((int(st.get_key_value(k)) for k in st.keys() if k == "rlimit count"), 0)

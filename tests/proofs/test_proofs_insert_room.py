@@ -8,7 +8,10 @@ after an eviction (its hypotheses are not contradictory); an eviction broken to 
 host-only node without its subtree gets a finite counterexample for any pages, and its
 eviction part is what fails; with make_room's outcome per rank, the pair's eviction
 part fails; the proof holds under every seed and after other setups renamed the
-symbols (its effort, decided at once, swung from 1.5 to 42 s with the names)."""
+symbols (its effort, decided at once, swung from 1.5 to 42 s with the names).
+slot_conservation and lock_accounting go the same way, with the target itself among
+what (1) proves at m and (2) assumes; part (2) needs it (a finite counterexample
+without it), and a part proved under some hypotheses is not reused under fewer."""
 
 import pytest
 import z3
@@ -114,3 +117,53 @@ def test_steady_under_every_seed_and_other_names(monkeypatch):
         su = _setup()
         assert all(ir.proved(su, t) for t in ir.TARGETS), seed
         ra.setup("evict")  # new names for the next round
+
+
+def _counting_setup(target):
+    """The solver as epr_obligations.check leaves it for a counting target before it decides."""
+    from tiercheck.proofs.epr_counting import TARGETS, counting_facts
+    from tiercheck.proofs.epr_obligations import excluded
+
+    su = setup("insert", fix=ON)
+    su.solver.add(*counting_facts(su.u), *[UPROPS[n].fn(su.u, su.pre) for n in TARGETS])
+    su.solver.add(*hypotheses(su, target, "insert"), *excluded(su.u, target, "insert"))
+    return su
+
+
+@pytest.mark.parametrize("target", ir.COUNTED)
+def test_the_counting_targets_are_proved_in_two_parts(target):
+    """slot_conservation and lock_accounting with insert_evicts on: (1) proves the target
+    and the kept invariants at the view after the eviction, (2) the target after the
+    insert from them and the insert's facts; the obligation is proved for any pages."""
+    su = _counting_setup(target)
+    held = list(su.solver.assertions())
+    assert all(ir.kept(su, held, k) for k in (*ir.KEPT, target))
+    assert ir.shortcut(su, target)
+    (r,) = prove_action("insert", [target], fix=ON)
+    assert (r.status, r.pages) == ("proved", "any"), r
+
+
+@pytest.mark.parametrize("target", ir.COUNTED)
+def test_the_counting_insert_part_needs_the_target_at_the_view_after_the_eviction(target):
+    """(2) without the target at m proves nothing (a finite counterexample, every set
+    size exact): the counters after make_room are the eviction part's result, not
+    something the insert's facts give."""
+    from tiercheck.proofs.epr_counting import exact
+    from tiercheck.proofs.epr_queues import refutes
+
+    su = _counting_setup(target)
+    held = list(su.solver.assertions())
+    part = [*ir._base(su.u), *ir.insert_facts(su, held), *[ir.at_mid(su, k) for k in ir.KEPT]]
+    goal = UPROPS[target].fn(su.u, su.post)
+    assert refutes([*part, ir.at_mid(su, target)], ir.PART_RLIMIT, goal)
+    assert finite_model([*part, z3.Not(goal)], extra=exact(su.u), sizes=range(1, 4)) is not None
+
+
+def test_a_part_proved_under_some_hypotheses_is_not_reused_under_fewer():
+    """The eviction part's proofs are memoised per hypotheses: proved from the whole
+    pre-state, tree_closed at m is still not proved from the forest axioms alone."""
+    su = _setup()
+    held = list(su.solver.assertions())
+    assert ir.kept(su, held, "tree_closed")
+    assert not ir.kept(su, ir._base(su.u), "tree_closed")
+    assert ir.kept(su, held, "tree_closed")
