@@ -9,6 +9,10 @@ and returns "" when the implementation's verdict is the right one, else what wen
 - a gloo step where one rank raises (the root cause) and its peer then times out in the
   collective the first rank never reached (the consequence): the driver must report the
   root cause, with the raising rank's own frame;
+- a gloo step where one rank fails at once with an error of two lines, the first longer
+  than 300 characters, while its peer is stopped: the stall report must stay one line
+  and quote the failure by its type and first line, cut at 300 characters (GlooHiCache's
+  documented form);
 - a one-rank step for a rank outside the lock-step group, above or below it: refused by
   name, never an IndexError;
 - a host page corrupted under a load-back with ``verify_loads`` on: the load's ack must
@@ -91,6 +95,40 @@ def gloo_root_cause() -> str:
             or "on gloo rank 1," not in report:
         return f"the root cause is not reported at rank 1's own frame: {report}"
     return ""
+
+
+def stall_beside_a_long_failure() -> str:
+    """wt-2r on gloo, rank 1 SIGSTOPped; the step reaches rank 0 with a keyword argument
+    whose name holds a newline, so rank 0 fails at once with a TypeError of two lines,
+    the first over 300 characters. After the grace the driver names rank 1 as stalled,
+    in one line quoting rank 0's error: its type and first line, cut at 300 characters."""
+    import os
+    import signal
+
+    from tiercheck.impl.hicache.errors import RemoteRankError
+
+    cfg = model_file.load("wt-2r").config
+    driver = ReferenceDriver(cfg, backend="gloo", timeout=2.0, driver_timeout=600.0)
+    procs = list(driver.group._procs)
+    bad = {"k" * 400 + "\nsecond line of the error": 1}
+    try:
+        os.kill(procs[1].pid, signal.SIGSTOP)
+        try:
+            driver.group._replicated("writing_check", (), bad)
+            return "a step rank 0 rejects returned with rank 1 stopped"
+        except RemoteRankError as exc:
+            msg, cause = str(exc), exc.__cause__
+    finally:
+        driver.close()
+    if not msg.startswith("gloo rank(s) [1] stalled in writing_check"):
+        return f"a stopped rank 1 beside a failed rank 0 is not named as stalled: {msg[:200]}"
+    if "\n" in msg:
+        return f"the stall report is not one line: {msg!r}"[:300]
+    first = str(cause).splitlines()[0] if isinstance(cause, TypeError) else ""
+    if len(first) <= 300 or not msg.endswith(f"rank 0 failed (TypeError: {first[:300]})"):
+        return f"the stall report does not quote rank 0's error by its first line cut at 300 characters: ...{msg[-160:]}"
+    alive = [p.name for p in procs if p.is_alive()]
+    return f"rank processes {alive} still alive after close()" if alive else ""
 
 
 def out_of_range_rank() -> str:
@@ -203,6 +241,7 @@ def scenarios():
     """(name, run) per fault."""
     return [
         ("gloo error from its root cause", gloo_root_cause),
+        ("stall beside a long failure", stall_beside_a_long_failure),
         ("one-rank step outside the group", out_of_range_rank),
         ("host page corrupted under a load-back", corrupted_load_back),
         ("store page rewritten before its ack is drained", store_rewritten_before_drain),

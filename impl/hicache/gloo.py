@@ -59,10 +59,10 @@ class GlooHiCache(HiCacheGroup):
     """``storage`` must be a factory (FileStorage / MooncakeStorage): each process opens
     its own backend. ``collective_timeout``: how long a rank waits at a sync point for
     peers before raising. ``driver_timeout``: how long the driver waits for a rank's answer
-    to one step (default 3 collective timeouts + 120 s). Once one rank has failed, the
-    others get one collective timeout + 5 s more; a rank that has not answered by then is
-    named as stalled. ``close`` never waits longer than that either: a rank that does not
-    stop is killed."""
+    to one step (default 3 collective timeouts + 120 s). Once one rank has failed, the others
+    get one collective timeout + 5 s more; a rank silent by then is named as stalled, in one
+    line quoting the failed rank's error (type, first line cut at 300 characters). ``close``
+    never waits longer than that either: a rank that does not stop is killed."""
 
     def __init__(self, cfg: HiCacheConfig, world_size: int = 2, storage=None, *,
                  collective_timeout: float = 10.0, start_timeout: float = 60.0,
