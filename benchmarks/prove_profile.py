@@ -9,8 +9,7 @@ one after another, each in a process of its own as the audit runs it, with its C
 A job is one action's obligations in one case of the pre-state (bounded: ``agree`` or
 ``diverged``, with the flags it fixes) or its page-sorted obligations (``unbounded``).
 Beside the CPU seconds, z3's resource units (its ``rlimit count``): the work, within about 1%
-from run to run, where the seconds move with the machine (on this one a fixed loop took
-1.4 to 2.2 s from one minute to the next).
+from run to run, where the seconds move with the machine (docs/proofs.md, session 16).
 ``--write`` stores the figures that proofs/schedule.py orders the pool's jobs by
 (longest first); the figures change no result.
 """

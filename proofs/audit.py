@@ -49,12 +49,12 @@ class Audit(NamedTuple):
 
 def _job(args):
     action, case, variants, pages, targets, fix = args
-    # A collection first: a forked child inherits the parent's garbage-collector counters,
-    # so without it the first collections (which free z3 terms, whose ids z3 then reuses)
-    # came at points set by whatever the parent had allocated, and the same job's effort
-    # moved with them (insert's page-sorted job with insert_evicts on: 14.9 to 22.7
-    # million resource units by the parent's heap). After it, each job's effort is the
-    # same in the audit, in benchmarks/prove_profile.py and on every run.
+    # A collection first: a forked child inherits the parent's garbage-collector state, so
+    # without it the collections that free z3 terms (whose ids z3 then reuses) came at
+    # points set by whatever the parent had allocated, and the same job's effort moved
+    # with them (tests/proofs/test_proofs_job_effort.py: 6.8 or 4.1 million resource
+    # units). After it, each job's effort is the same in the audit, in
+    # benchmarks/prove_profile.py and on every run.
     gc.collect()
     t0 = time.process_time()
     if targets == (host_slots.NAME,):  # slot_ownership's host half, slots on

@@ -43,8 +43,9 @@ TARGETS = ("prefix_closed", "tree_closed")  # single-rank targets proved this wa
 # the counting targets (proofs.epr_counting): proved in two parts where both go through,
 # (2) with the target at m as well (make_room's counters are balanced from s to m, the
 # insert's from m to t: proofs.epr_counting_evict); else the direct check decides them
-# and searches their counterexample with exact set sizes. Decided at once they took
-# 6.4 and 7.4 million resource units; in two parts about 1.3 and 1.2 million (session 16)
+# and searches their counterexample with exact set sizes. insert's page-sorted job with
+# insert_evicts on: 27.3 million resource units with them decided at once, 17.6 million
+# in two parts (benchmarks/prove_profile.py; docs/proofs.md, session 16)
 COUNTED = ("slot_conservation", "lock_accounting")
 KEPT = ("tree_owner", "tree_chain", "tree_closed", "tree_paths", "prefix_closed")  # what (2) assumes of m
 # z3 resource limit per try (seeds as epr_queues.SEEDS): the costliest part takes about
