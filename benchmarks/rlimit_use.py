@@ -65,10 +65,17 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bounded", action="store_true", help="the bounded audit (tiercheck prove)")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--stored-cores", action="store_true",
+                   help="decide queries from their stored unsat cores first, as the audit does "
+                        "(default: every query whole, the use the limits must cover)")
     p.add_argument("--pytest", nargs=argparse.REMAINDER, help="instead of an audit: these pytest arguments")
     args = p.parse_args(argv)
     out_dir = tempfile.mkdtemp(prefix="rlimit_use")
     install(out_dir)
+    if not args.stored_cores:
+        from tiercheck.proofs import cores
+
+        cores.set_table({})  # the limits bound the whole queries, which a stale core falls back to
     if args.pytest is not None:
         import pytest
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, NamedTuple
 
-from . import host_slots
+from . import cores, host_slots
 from .consensus import THEOREMS, run_theorem
 from .obligations import ACTION_NAMES, CASES, SPLIT_FLAGS, UNDECIDED_NOTE, Result, prove_action, targets_for
 from .strengthen import STRENGTHENING
@@ -38,6 +38,8 @@ class Audit(NamedTuple):
     wall: float
     cpu: float
     unbounded: bool = False
+    queries: int = 0  # the page-sorted solver queries made (proofs.cores)
+    from_core: int = 0  # of them, decided from a stored unsat core
 
     @property
     def failed(self):
@@ -56,12 +58,13 @@ def _job(args):
     # units). After it, each job's effort is the same in the audit, in
     # benchmarks/prove_profile.py and on every run.
     gc.collect()
+    cores.take()  # nothing the parent counted
     t0 = time.process_time()
     if targets == (host_slots.NAME,):  # slot_ownership's host half, slots on
         r = (host_slots.frame_result(action) if host_slots.frame(action)
              else host_slots.prove(action, frozenset(variants), pages, dict(fix), cases=(case,))._replace(pages=f"<={pages}"))
         return [r._replace(cti={k: v for k, v in (r.cti or {}).items() if not k.startswith("_")} or None)], \
-            time.process_time() - t0
+            time.process_time() - t0, cores.take()
     if case in UNBOUNDED_KINDS:
         from .epr_obligations import prove_action as prove_unbounded
 
@@ -76,7 +79,8 @@ def _job(args):
         if cti is not None:
             cti = {k: v for k, v in cti.items() if not k.startswith("_")}
         out.append(r._replace(cti=cti))
-    return out, time.process_time() - t0
+    # the third: how many queries a stored core decided, and (recording) the cores learned
+    return out, time.process_time() - t0, cores.take()
 
 
 def measured_job(args):
@@ -84,8 +88,8 @@ def measured_job(args):
     from .limits import resource_units
 
     r0 = resource_units()
-    results, cpu = _job(args)
-    return results, cpu, resource_units() - r0
+    results, cpu, info = _job(args)
+    return results, cpu, resource_units() - r0, info
 
 
 UNBOUNDED = "unbounded"  # the job kind of an action's page-sorted obligations
@@ -215,14 +219,17 @@ def run_audit(variants=(), pages: int = DEFAULT_PAGES, workers: int = 2, actions
         parts[i] = part
     cpu += c
     by_action: Dict[str, Dict[str, Result]] = {}
-    for (a, *_rest), (rs, c) in zip(jobs, parts):
+    queries = from_core = 0
+    for (a, *_rest), (rs, c, info) in zip(jobs, parts):
         cpu += c
+        queries, from_core = queries + info["queries"], from_core + info["from_core"]
         merged = by_action.setdefault(a, {})
         for r in rs:
             merged[r.target] = _merge(merged[r.target], r) if r.target in merged else r
     order = {a: audit_targets(a, unbounded, slots) for a in by_action}
     ordered = [by_action[a][t] for a in ACTION_NAMES if a in by_action for t in order[a] if t in by_action[a]]
-    return Audit(tuple(sorted(variants)), pages, workers, ordered, theorems, time.perf_counter() - t0, cpu, unbounded)
+    return Audit(tuple(sorted(variants)), pages, workers, ordered, theorems, time.perf_counter() - t0, cpu, unbounded,
+                 queries, from_core)
 
 
 # --- reports ----------------------------------------------------------------------------
@@ -249,6 +256,8 @@ def summary_line(audit: Audit) -> str:
             f"{audit.wall:.1f}s wall on {audit.workers} worker(s) ({audit.cpu:.1f}s cpu, "
             f"{os.cpu_count()} cores visible), {pages}, ranks and counters unbounded"
             + (f"; variants {', '.join(audit.variants)}" if audit.variants else "")
+            + (f"; {audit.from_core}/{audit.queries} solver queries decided from a stored unsat core"
+               if audit.queries else "")
             + (f"; {n_out} inconclusive (out of z3's resource limit, not proved)" if n_out else "")
             + (f"; {UNDECIDED_NOTE}" if any(r.action in SPLIT_FLAGS for r in audit.obligations) else ""))
 
@@ -272,6 +281,7 @@ def to_json(audit: Audit) -> dict:
         "wall_seconds": round(audit.wall, 3),
         "cpu_seconds": round(audit.cpu, 3),
         "workers": audit.workers,
+        "solver_queries": {"all": audit.queries, "from_stored_core": audit.from_core},
         "obligations": [
             {"obligation": r.target, "action": r.action, "pages": r.pages, "result": r.status,
              "seconds": round(r.seconds, 3),

@@ -28,6 +28,7 @@ from .epr_counting import HYPOTHESES as COUNT_HYPOTHESES, TARGETS, counting_fact
 from .epr_frame import READS, frame
 from .epr_properties import UHYPOTHESES, UINVARIANTS, UPROPS, device_leaves
 from . import epr_drain, epr_href, epr_insert_room, epr_prefetch, epr_queues, limits
+from . import cores
 from .fresh_solver import solver as fresh_solver
 from .epr_queues import covered as queues_covered
 from .forest import Forest, PageSort, finite_model
@@ -163,9 +164,14 @@ def check(su: USetup, target: str, action: str, rlimit: int = 0):
         negated = z3.Not(goal(su, target))
         su.solver.add(*su.u.facts[known:], negated)  # facts the goal named (set sizes)
         asserted = list(su.solver.assertions())
-        sol = fresh_solver(asserted, rlimit=rlimit or limits.EPR_CHECK_RLIMIT)  # not incremental
-        res = sol.check()
-        model = sol.model() if res == z3.sat else None
+        if cores.refuted(asserted, rlimit or limits.EPR_CHECK_RLIMIT):  # a stored core of this very query (proofs.cores)
+            res, model = z3.unsat, None
+        else:
+            sol = fresh_solver(asserted, rlimit=rlimit or limits.EPR_CHECK_RLIMIT)  # not incremental
+            res = sol.check()
+            model = sol.model() if res == z3.sat else None
+            if res == z3.unsat:
+                cores.learn(asserted)
         if res == z3.unknown or (res == z3.sat and sized):
             # with set sizes, a model of the abstraction may give a size no finite set has:
             # the counterexample is searched for with every size exact (epr_counting.exact)

@@ -33,6 +33,7 @@ import z3
 
 from ..spec.state import HOST_RESIDENT, LOADING, WRITING
 from .forest import PageSort, forall
+from . import cores
 from .fresh_solver import solver as fresh_solver
 
 _ids = itertools.count()
@@ -435,8 +436,13 @@ def decide(su, target: str, tiers=TIERS):
             + ([] if _exists(c) else last))
         if any(refutes(hyps, limit, c) for hyps, limit in order):
             continue
-        sol = fresh_solver([*su.solver.assertions(), z3.Not(c)])  # not incremental (proofs.fresh_solver)
+        query = [*su.solver.assertions(), z3.Not(c)]
+        if cores.refuted(query, FULL_RLIMIT):
+            continue
+        sol = fresh_solver(query)  # not incremental (proofs.fresh_solver)
         res = _limited(sol, FULL_RLIMIT)
+        if res == z3.unsat:
+            cores.learn(query)
         model = sol.model() if res == z3.sat else None
         if res == z3.unknown:
             model = finite_model(list(sol.assertions()), extra_sorts=tuple(SORTS.values()))
@@ -456,12 +462,17 @@ def refutes(hyps, rlimit, c) -> bool:
     """hyps => c, within z3's resource limit ``rlimit`` per try (``SEEDS``; an unknown
     is no proof). A fresh solver each time: z3's incremental mode (push/pop)
     instantiates quantifiers far worse."""
+    query = [*hyps, z3.Not(c)]
+    if cores.refuted(query, rlimit):  # a stored core of this very query (proofs.cores)
+        return True
     for seed in SEEDS:
         sol = z3.Solver()
         sol.set("random_seed", seed)
-        sol.add(*hyps, z3.Not(c))
+        sol.add(*query)
         res = _limited(sol, rlimit)
         if res != z3.unknown or not _out_of_resources(sol):
+            if res == z3.unsat:
+                cores.learn(query)
             return res == z3.unsat
     return False
 

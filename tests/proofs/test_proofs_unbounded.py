@@ -291,11 +291,9 @@ def test_prove_command_unbounded_reports_pages_per_obligation(tmp_path, capsys):
     assert "for any number of pages" in out and "| pages |" in (tmp_path / "proofs.md").read_text()
 
 
-@pytest.mark.slow
-def test_whole_unbounded_audit_of_correct_spec():
+def _whole_unbounded_audit():
     from tiercheck.proofs.audit import run_audit
     from tiercheck.proofs.epr_obligations import BOUNDED_UNDER, covered
-    from tiercheck.proofs.obligations import targets_for
 
     audit = run_audit(unbounded=True)
     assert audit.failed == [] and audit.theorems_ok()
@@ -305,6 +303,26 @@ def test_whole_unbounded_audit_of_correct_spec():
 
     bounded = lambda r: r.action in BOUNDED_UNDER and r.target in UNDECIDED_ON[r.action]
     assert n_any == sum(covered(r.target, r.action) and not bounded(r) for r in audit.obligations) > 100
+    return audit
+
+
+def test_whole_unbounded_audit_of_correct_spec():
+    # with the stored unsat cores (proofs/cores.py), each of which decides its query
+    audit = _whole_unbounded_audit()
+    assert audit.queries > 1000 and audit.from_core == audit.queries, \
+        "proofs/cores.json is stale: python benchmarks/prove_profile.py --write-cores"
+
+
+@pytest.mark.slow
+def test_whole_unbounded_audit_decides_every_query_whole_the_same():
+    from tiercheck.proofs import cores
+
+    cores.set_table({})  # `tiercheck prove --unbounded --no-stored-cores`
+    try:
+        audit = _whole_unbounded_audit()
+    finally:
+        cores.set_table(None)
+    assert audit.queries > 1000 and audit.from_core == 0
 
 
 # the steps whose page-sorted encoding moves pages between queue relations
