@@ -10,7 +10,8 @@ of the obligation whatever it was computed from; the table only decides which su
 try first.
 
 The table (proofs/cores.json) is content-addressed: a query's key is a digest of its
-formulas' fingerprints (the digest of each formula's s-expression), and its entry the
+formulas' fingerprints (the digest of each formula's s-expression, its numbered names
+renumbered, so the key does not depend on what the process built before), and its entry the
 positions of the core in the query's sorted fingerprints. A query whose formulas changed
 has another key and is decided as before, so a stale table costs time, never a verdict;
 a core that z3 does not refute within ``CORE_RLIMIT`` (a z3 that instantiates
@@ -25,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -47,10 +49,26 @@ _learned: Dict[str, List[int]] = {}
 stats = {"queries": 0, "from_core": 0}
 
 
+# The encodings number their fresh symbols and bound variables from process-wide counters
+# ("host_evict!12", "p113"): the numbers depend on what the process built before. A
+# fingerprint renumbers them by first appearance in the formula (alpha-renaming), so the
+# same formula built after other work has the same fingerprint.
+_NUMBERED = re.compile(r"(?<![\w.#!])([A-Za-z_#][\w.#]*?!?)(\d+)(?![\w.#!])")
+
+
+def canonical(text: str) -> str:
+    """``text`` renumbered, its whitespace collapsed (z3 wraps lines by the names' lengths)."""
+    names: Dict[str, int] = {}
+    text = _NUMBERED.sub(lambda m: f"{m.group(1)}~{names.setdefault(m.group(0), len(names))}", text)
+    return " ".join(text.split())
+
+
 def fingerprint(f: z3.ExprRef) -> str:
+    """The digest of ``f``'s s-expression, its numbered names renumbered (``canonical``)."""
     held = _fingerprints.get(f.get_id())
     if held is None:
-        held = (f, hashlib.blake2b(f.sexpr().encode(), digest_size=8).hexdigest())
+        text = canonical(f.sexpr())
+        held = (f, hashlib.blake2b(text.encode(), digest_size=8).hexdigest())
         _fingerprints[f.get_id()] = held
     return held[1]
 
