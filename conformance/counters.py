@@ -194,6 +194,8 @@ def _per_rank_returns(model, before: State, after: State, action) -> list:
             out.append(len(b.wq) - len(a.wq) if len(a.wq) <= len(b.wq) else None)
         elif name == "loading_check":
             out.append(len(b.lq) - len(a.lq))
+        elif name == "check_prefetch_progress":  # whether the prefetch was retired
+            out.append(len(a.pq) < len(b.pq))
         elif name == "drain_storage_control_queues":
             out.append((len(b.sq) - len(a.sq), len(b.relq) - len(a.relq)))
         elif name in ("lock_request", "unlock_request"):

@@ -113,10 +113,15 @@ class ReferenceDriver:
         # The refined state before and after the last step, and the step, for the counters.
         self._spec_now = self.model.init_states()[0]
         self._spec_before, self._action = None, None
+        # The per-step checks (counters, returns) compare a step's before and after: the
+        # before is known only when state() and verify() ran after the previous step (a
+        # scenario may apply two steps in a row: then that second step is not judged).
+        self._checked, self._before_known = True, True
 
     def apply(self, action) -> None:
         self._started, self._last_fresh, self._returned = None, False, None
         self._spec_before, self._action = self._spec_now, action
+        self._before_known, self._checked = self._checked, False
         if self.hung or self.halted:
             return  # the group stopped; the spec has no successors either
         try:
@@ -178,7 +183,7 @@ class ReferenceDriver:
                            f"the prefetch queue has {len(snap['pq'])}")
         now = self.group.metrics()
         out += counters.name_problems(now)
-        if self._action is not None and self._last_fresh:
+        if self._action is not None and self._last_fresh and self._before_known:
             out += counters.problems(self.model, self._spec_before, self._spec_now, self._action, self._counters, now)
             out += counters.returned_problems(self.model, self._spec_before, self._spec_now, self._action,
                                               self._returned)
@@ -200,6 +205,7 @@ class ReferenceDriver:
                 if type(value) is not int or value < was:
                     out.append(f"rank {r}: counter {key} = {value!r} (was {was})")
             self._counters[r] = dict(m)
+        self._checked = self._last_fresh  # the next step's before: this state, these counters
         return out
 
     def close(self) -> None:

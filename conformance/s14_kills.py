@@ -1,0 +1,154 @@
+"""Units for survivors of the seed-14 mutation sample (session 17).
+
+- a second prefetch queued on one rank: prefetch_from_storage returns the new prefetch's
+  index in the queue, 1 here (the reference adapter checks it against the queue's length;
+  every other unit queued one prefetch at a time, where any index expression that gives
+  0 for a queue of one agrees);
+- a prefetch anchored two pages deep: the anchor is the node ending at the request's k-th
+  page, k = 2 (the units before anchored at k = 1 or at the root, where ``k - 1`` and
+  expressions such as ``k ^ 1`` name the same page);
+- a prefetch asked for a request whose match ends inside a node, in both orders of the
+  two page hashes compared (the node's end and the request's k-th page): the spec starts
+  no prefetch (the anchor must end where the match ends), whichever hash is the larger;
+- the twin of split-write-lock-leak committing a one-page write: the bug's check
+  compares the node's end with the write's last page, which for one page is its only page
+  (the variant's shipped model writes two-page requests, where the last page and the
+  second are the same);
+- (fault) other bytes in the store under a page whose backup is still in flight (a write
+  not finished, as a threaded store leaves it torn): the self-check must not report it
+  (it reads only pages whose backups finished), and once the backup is acked the page
+  holds the right bytes. The companion of verdict_faults' "store page rewritten before
+  its ack is drained", which must be reported.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tiercheck.impl.storage import rank_key
+from tiercheck.models import model_file
+from tiercheck.spec.action import act
+from tiercheck.spec.model import Model
+from tiercheck.spec.state import HOST_RESIDENT, matched_prefix
+
+from .reference import ReferenceDriver
+from .runner import replay
+from .situations import Situation, first_path
+
+
+def _second_prefetch(m, s, a, t) -> bool:
+    return a.name == "prefetch_from_storage" and len(s.ranks[0].pq) == 1 and len(t.ranks[0].pq) == 2
+
+
+def _anchored_two_deep(m, s, a, t) -> bool:
+    """A prefetch starts below a node that ends at the request's second page."""
+    if a.name != "prefetch_from_storage" or len(t.ranks[0].pq) <= len(s.ranks[0].pq):
+        return False
+    _req, _anchor, k, _n = t.ranks[0].pq[-1]
+    return k == 2
+
+
+def _inside_a_node(m, s, a, t) -> bool:
+    """A state where request 0's matched prefix ends inside a node holding a host copy,
+    its next page in a store, and no prefetch queued: the spec's anchor is none, so it
+    disables prefetch_from_storage of request 0 (the probe)."""
+    rs = t.ranks[0]
+    path = m.pages.request_pages[0]
+    k = matched_prefix(m.pages, rs, 0)
+    if not 0 < k < len(path) or rs.pq:
+        return False
+    end = rs.owner[path[k - 1]]
+    return (end != path[k - 1] and rs.nodes[end].host == HOST_RESIDENT
+            and any(held >> path[k] & 1 for held in t.store))
+
+
+def _prefetch_request_0(m, t):
+    return act("prefetch_from_storage", req=0)
+
+
+def _one_page_write_committed(m, s, a, t) -> bool:
+    """writing_check commits a D->H write of one page."""
+    if a.name != "writing_check":
+        return False
+    before, after = s.ranks[0].wq, t.ranks[0].wq
+    return any(len(m.pages.chain(start, end)) == 1 for start, end in before[:len(before) - len(after)])
+
+
+# wt-prefetch-1r sized as conformance.s12_kills_b.SECOND_PREFETCH: three one-page requests,
+# one device page, each evicted to the store in turn, then two prefetches queued.
+SECOND = (("requests", ((1,), (2,), (3,))), ("device_pages", 1), ("host_pages", 2), ("faults", frozenset()))
+# (1, 2, 3) split by (1, 2), its third page backed up, then pushed out of both pools by (5,):
+# (1, 2, 3) prefetches its third page below the node (1, 2) (14 steps).
+TWO_DEEP = (("requests", ((1, 2, 3), (1, 2), (5,))), ("device_pages", 3), ("host_pages", 3), ("faults", frozenset()))
+
+# (1, 2, 4) backed up, then pushed out of both pools by (5,) and that by (1, 2, X): request
+# 0's match (1, 2) ends inside the node (1, 2, X) (15 steps). The implementation compares that node's end hash with the
+# hash of (1, 2): for X = 3 the end's is the larger, for X = 6 the smaller
+# (tiercheck.impl.hicache.pages.PageRegistry; test_s14_kills checks both orders).
+def _inside(x: int) -> tuple:
+    return (("requests", ((1, 2, 4), (1, 2, x), (5,))), ("device_pages", 3), ("host_pages", 3),
+            ("faults", frozenset()))
+
+
+INSIDE_TOKENS = (3, 6)
+
+SITUATIONS = (
+    Situation("a second prefetch queued on one rank", "wt-prefetch-1r", (), _second_prefetch, overrides=SECOND),
+    Situation("a prefetch anchored two pages deep", "wt-prefetch-1r", (), _anchored_two_deep, overrides=TWO_DEEP),
+    *(Situation(f"a prefetch whose match ends inside the node (1, 2, {x})", "wt-prefetch-1r", (), _inside_a_node,
+                probe=_prefetch_request_0, overrides=_inside(x)) for x in INSIDE_TOKENS),
+)
+
+# The variant's model with a one-page request added: its write is committed with the bug on.
+TWIN_SITUATIONS = (
+    Situation("split-write-lock-leak committing a one-page write", "variants/split-write-lock-leak", (),
+              _one_page_write_committed, overrides=(("requests", ((1, 2), (1, 3), (4,))),)),
+)
+
+
+def _backup_in_flight(s, a, t) -> bool:
+    rs = t.ranks[0]
+    return len(rs.sq) > len(rs.sdone)
+
+
+def store_torn_under_a_backup() -> str:
+    """wt-storage-1r: a backup in flight, other bytes under one of its pages in the store
+    (a write not finished): no problem reported; after storage_backup_done, none either
+    (the backup wrote the page's bytes)."""
+    cfg = model_file.load("wt-storage-1r").config
+    model = Model(cfg)
+    trace = first_path(model, _backup_in_flight)
+    driver = ReferenceDriver(cfg)
+    try:
+        out = replay(driver, trace)
+        if out.mismatch is not None:
+            return f"before the fault: {out.mismatch.message}"
+        rank = driver.group.ranks[0]
+        op = next((o for o in rank.sq if o.ack is None), None)
+        if op is None:
+            return "the trace left no backup in flight"
+        key = [rank_key(op.pages[0], rank.rank)]
+        rank.backend.delete(key)
+        rank.backend.batch_put(key, [torch.full_like(rank.host_pool.page(rank.host_pool.base), 7.25)])
+        problems = driver.verify()
+        if problems:
+            return f"a page whose backup is still in flight is reported: {problems}"
+        done = next(a for a in model.actions(_end(model, trace)) if a.name == "storage_backup_done")
+        driver.apply(done)
+        problems = driver.verify()
+        if problems:
+            return f"after {done}: {problems}"
+    finally:
+        driver.close()
+    return ""
+
+
+def _end(model, trace):
+    s = model.init_states()[0]
+    for a in trace:
+        s = model.next_state(s, a)
+    return s
+
+
+def scenarios() -> list:
+    return [("store bytes torn under a backup in flight", store_torn_under_a_backup)]
