@@ -57,7 +57,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tiercheck.conformance import defaults, machine
-from tiercheck.conformance.compare import describe_difference, observable
+from tiercheck.conformance.compare import describe_difference, observable, state_invariants, step_properties
 from tiercheck.conformance.adapters import driver_factory
 from tiercheck.conformance.generated import load_tour
 from tiercheck.conformance.runner import replay
@@ -194,8 +194,9 @@ def _twin_departs(cfg, actions, variant, probes=()) -> str:
     """Where the reference with ``variant`` on leaves the spec of ``cfg`` (which has it on)
     on ``actions``: the first step whose refined state differs, or whose write-rejection
     counters differ from what the spec's step rejects (replicas the bug diverged disagree
-    on what to stage), or a crash ("": none). Only states and those counters: the bug
-    breaks a property on both sides, and its bytes are checked apart. The indices in
+    on what to stage), or whose broken invariants and step properties differ (judged on
+    the whole refined states, history fields included), or a crash ("": none). Only states, invariants and
+    those counters: its bytes are checked apart. The indices in
     ``probes`` are steps the spec disables there: the reference must not move either."""
     from tiercheck.conformance import counters  # imports the implementation: after the map's tracer starts
 
@@ -203,6 +204,7 @@ def _twin_departs(cfg, actions, variant, probes=()) -> str:
     s = model.init_states()[0]
     try:
         was = driver.group.metrics()
+        got_before = driver.state()
         for i, a in enumerate(actions):
             if i in probes and model.next_state(s, a) is not None and a in model.actions(s):
                 return f"step {i} ({a}): the probe is enabled in the spec here (bad trace)"
@@ -215,6 +217,15 @@ def _twin_departs(cfg, actions, variant, probes=()) -> str:
                 return f"step {i} ({a}): {type(exc).__name__}: {exc}"
             if observable(got) != observable(s):
                 return f"step {i} ({a}): " + "; ".join(describe_difference(model, observable(s), observable(got)))
+            # the same invariants broken on both sides, judged on the whole refined state
+            # (history fields included: what each backup really stored, where the
+            # implementation reports it)
+            broken = [sorted({m.split(":")[0] for m in state_invariants(model, x) + step_properties(model, b, a, x)})
+                      for b, x in ((before, s), (got_before, got))]
+            got_before = got
+            if broken[0] != broken[1]:
+                return (f"step {i} ({a}): the spec with the bug breaks {broken[0] or 'no invariant'}, "
+                        f"the implementation's refined state {broken[1] or 'none'}")
             lines = counters.rejection_problems(model, before, a, was, now, got)
             if lines:
                 return f"step {i} ({a}): " + "; ".join(lines)

@@ -10,6 +10,8 @@ checks, by probing ``HiCacheConfig`` one field at a time:
   configuration for (durable capacity 0, which the spec spells "unbounded") is refused.
 - Types: a value of the wrong type for the field's annotation (a string for a number, a
   float or a boolean for an int, a number for a switch, NaN or infinity) is refused.
+- Durations: the float fields (the prefetch timer's seconds) accept 0 and positive
+  values below and above 1, and refuse negative ones.
 
 Refused means a UserError (one line for the user), never another exception.
 """
@@ -90,6 +92,28 @@ def type_problems() -> list:
     return out
 
 
+# The float fields are the prefetch timer's seconds (seed 004's prefetch_timeout_base,
+# _per_ki_token, _per_page): any finite number >= 0, zero included (a timer that fires at
+# once); the spec has no such constant (its timer is an action), so the domain is the
+# seed's. Probed on both sides of 0 and of 1.
+DURATIONS_OK = (0, 0.0, 0.25, 1, 2.5)
+DURATIONS_REFUSED = (-0.25, -1, -2.5)
+
+
+def duration_problems() -> list:
+    out = []
+    for f in dataclasses.fields(HiCacheConfig):
+        if "float" not in str(f.type):
+            continue
+        for value in DURATIONS_OK + DURATIONS_REFUSED:
+            want = "ok" if value in DURATIONS_OK else "refused"
+            got = _outcome(f.name, value)
+            if got != want:
+                out.append(f"HiCacheConfig({f.name}={value!r}) {got}: a timer's seconds must be a finite "
+                           f"number >= 0 (want {want})")
+    return out
+
+
 def problems() -> list:
     """One line per configuration the implementation takes or refuses against the spec."""
-    return boundary_problems() + type_problems()
+    return boundary_problems() + type_problems() + duration_problems()

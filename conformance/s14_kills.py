@@ -10,10 +10,19 @@
 - a prefetch asked for a request whose match ends inside a node, in both orders of the
   two page hashes compared (the node's end and the request's k-th page): the spec starts
   no prefetch (the anchor must end where the match ends), whichever hash is the larger;
+- a load-back of a one-page chain of two tokens under a threshold of three (paged-1r):
+  the spec refuses it (too short to be worth a copy); the campaign's loads there were all
+  of longer chains;
+- a CP load-back of a two-page node on two lanes: a node's pages sit on consecutive
+  owner lanes from its depth (every shipped CP model has one-page nodes only);
 - the twin of split-write-lock-leak committing a one-page write: the bug's check
   compares the node's end with the write's last page, which for one page is its only page
   (the variant's shipped model writes two-page requests, where the last page and the
   second are the same);
+- the twin of failed-batch-acked through its drain: the drain marks durable a page the
+  failed batch never stored, which the spec with the bug flags (durable_only_when_acked);
+  the implementation's refined state must flag it too (the bug's shortest trace ends at
+  the lying ack, before any page turns durable);
 - (fault) other bytes in the store under a page whose backup is still in flight (a write
   not finished, as a threaded store leaves it torn): the self-check must not report it
   (it reads only pages whose backups finished), and once the backup is acked the page
@@ -29,7 +38,10 @@ from tiercheck.impl.storage import rank_key
 from tiercheck.models import model_file
 from tiercheck.spec.action import act
 from tiercheck.spec.model import Model
-from tiercheck.spec.state import HOST_RESIDENT, matched_prefix
+from tiercheck.spec.properties import durable_only_when_acked
+from tiercheck.spec.load_path import nodes_to_load
+from tiercheck.spec.state import ABSENT as DEV_ABSENT
+from tiercheck.spec.state import HOST_RESIDENT, live_nodes, matched_prefix, node_len
 
 from .reference import ReferenceDriver
 from .runner import replay
@@ -66,6 +78,36 @@ def _prefetch_request_0(m, t):
     return act("prefetch_from_storage", req=0)
 
 
+def _short_evicted_chain(m, t):
+    """The end of a node of rank 0 whose load-back chain (host copies all there) holds fewer
+    tokens than load_back_threshold, or None."""
+    rs = t.ranks[0]
+    for e in live_nodes(rs):
+        if rs.nodes[e].dev != DEV_ABSENT:
+            continue
+        chain = nodes_to_load(m, rs, e)
+        if all(rs.nodes[x].host == HOST_RESIDENT for x in chain):
+            total = sum(node_len(m.pages, rs, x) for x in chain)
+            if 0 < total * m.cfg.page_size < m.cfg.load_back_threshold:
+                return e
+    return None
+
+
+def _short_chain_evicted(m, s, a, t) -> bool:
+    return _short_evicted_chain(m, t) is not None
+
+
+def _load_short_chain(m, t):
+    return act("load_back", node=_short_evicted_chain(m, t))
+
+
+def _two_lane_node_loaded(m, s, a, t) -> bool:
+    """A load-back that succeeds for a node of two or more pages (its pages on consecutive
+    owner lanes)."""
+    return (a.name == "load_back" and t != s
+            and node_len(m.pages, s.ranks[0], a["node"]) >= 2)
+
+
 def _one_page_write_committed(m, s, a, t) -> bool:
     """writing_check commits a D->H write of one page."""
     if a.name != "writing_check":
@@ -95,14 +137,32 @@ INSIDE_TOKENS = (3, 6)
 SITUATIONS = (
     Situation("a second prefetch queued on one rank", "wt-prefetch-1r", (), _second_prefetch, overrides=SECOND),
     Situation("a prefetch anchored two pages deep", "wt-prefetch-1r", (), _anchored_two_deep, overrides=TWO_DEEP),
+    # paged-1r: pages of two tokens, load-backs of fewer than three tokens refused; a
+    # one-page chain (two tokens) evicted from the device must not be loaded back.
+    Situation("a load-back of one two-token page under a three-token threshold", "paged-1r", (),
+              _short_chain_evicted, probe=_load_short_chain),
+    # two one-page lanes: (1, 2) fills both, is evicted, (3,) takes lane 0, and loading
+    # (1, 2) back needs lane 0 again: the planner demotes (3,). A node's pages sit on
+    # consecutive lanes from its depth (every shipped CP model has one-page nodes only).
+    Situation("a CP load-back of a node spanning both lanes", "cp-planner-lanes-2r", (), _two_lane_node_loaded,
+              overrides=(("requests", ((1, 2), (3,))),)),
     *(Situation(f"a prefetch whose match ends inside the node (1, 2, {x})", "wt-prefetch-1r", (), _inside_a_node,
                 probe=_prefetch_request_0, overrides=_inside(x)) for x in INSIDE_TOKENS),
 )
+
+def _lying_ack_drained(m, s, a, t) -> bool:
+    """The drain that marks durable a page the failed batch never stored (its ack lied)."""
+    return a.name == "drain_storage_control_queues" and durable_only_when_acked(m, s, a, t) is not None
+
 
 # The variant's model with a one-page request added: its write is committed with the bug on.
 TWIN_SITUATIONS = (
     Situation("split-write-lock-leak committing a one-page write", "variants/split-write-lock-leak", (),
               _one_page_write_committed, overrides=(("requests", ((1, 2), (1, 3), (4,))),)),
+    # The bug's shortest trace ends at the lying ack; here its drain follows, where the spec
+    # with the bug breaks durable_only_when_acked: so must the implementation's refined state,
+    # which knows what each backup really stored only from the snapshot's "sstored".
+    Situation("failed-batch-acked drained", "variants/failed-batch-acked", (), _lying_ack_drained),
 )
 
 

@@ -1,0 +1,96 @@
+"""The units of tiercheck.conformance.s14_kills (session 17) and the checks added for the
+seed-14 survivors, each run as the mutation suite runs it, against the survivor it kills
+(recompiled from its source with the mutant's one edit): the unit passes on the
+implementation and fails with the mutant in."""
+
+from __future__ import annotations
+
+import pytest
+
+from tiercheck.conformance import s14_kills as k
+from tiercheck.impl.hicache.config import HiCacheConfig
+from tiercheck.impl.hicache.cp_load import CpLoadBack
+from tiercheck.impl.hicache.load_path import LoadPath
+from tiercheck.impl.hicache.observe import Inspect
+from tiercheck.impl.hicache.prefetch import Prefetch
+from tiercheck.impl.hicache.state import RankBase
+from tiercheck.impl.hicache.write_path import WritePath
+
+from mutant_helpers import load_mutation_suite, recompiled
+
+MS = load_mutation_suite("bench_mutation_suite_s14")
+UNITS = dict(MS.s14_kills_units())
+
+
+def _run(name: str) -> bool:
+    return MS.run_unit(name, UNITS[name])
+
+
+def _sit(name: str) -> str:
+    return f"situation {name}"
+
+
+def test_the_units_are_in_the_mutation_suite():
+    assert list(UNITS) == ([_sit(s.name) for s in k.SITUATIONS] + [_sit(s.name) for s in k.TWIN_SITUATIONS]
+                           + [f"fault {n}" for n, _ in k.scenarios()])
+
+
+@pytest.mark.parametrize("name", list(UNITS))
+def test_every_unit_passes_on_the_implementation(name):
+    assert _run(name)
+
+
+def _mutate(monkeypatch, cls, method: str, old: str, new: str):
+    monkeypatch.setattr(cls, method, recompiled(getattr(cls, method), old, new)[method])
+
+
+# (unit, class, method, original text, mutant text, what the failing unit prints)
+KILLS = [
+    ("a second prefetch queued on one rank", Prefetch, "prefetch_from_storage",
+     "return len(self.pq) - 1", "return len(self.pq) % 1", "returned index 0, the prefetch queue has 2"),  # prefetch.py:82
+    ("a prefetch anchored two pages deep", Prefetch, "_anchor",
+     "owner[hashes[k - 1]]", "owner[hashes[k ^ 1]]", "IndexError"),  # prefetch.py:39
+    ("a prefetch whose match ends inside the node (1, 2, 6)", Prefetch, "_anchor",
+     "node.end != hashes[k - 1]", "node.end > hashes[k - 1]", "prefetch_from_storage(req=0)"),  # prefetch.py:40
+    ("a prefetch whose match ends inside the node (1, 2, 3)", Prefetch, "_anchor",
+     "node.end != hashes[k - 1]", "node.end < hashes[k - 1]", "prefetch_from_storage(req=0)"),  # its mirror
+    ("a load-back of one two-token page under a three-token threshold", LoadPath, "load_back",
+     "total * self.layout.page_size <", "total + self.layout.page_size <", "load_queue"),  # load_path.py:35
+    ("a CP load-back of a node spanning both lanes", CpLoadBack, "_node_lanes",
+     "(first + k)", "(first << k)", "load_queue"),  # cp_load.py:61
+    ("split-write-lock-leak committing a one-page write", WritePath, "_commit_writes",
+     "op.pages[-1]", "op.pages[+1]", "IndexError"),  # write_path.py:209
+    ("failed-batch-acked drained", RankBase, "_sstored",
+     "op.stored is None", "op.stored is not None", "breaks ['durable_only_when_acked']"),  # state.py:338
+]
+
+
+@pytest.mark.parametrize("unit, cls, method, old, new, said", KILLS, ids=[x[0] for x in KILLS])
+def test_a_situation_kills_its_mutant(unit, cls, method, old, new, said, monkeypatch, capsys):
+    _mutate(monkeypatch, cls, method, old, new)
+    assert not _run(_sit(unit))
+    assert said in capsys.readouterr().out
+
+
+def test_a_page_torn_under_a_backup_in_flight_is_not_reported(monkeypatch, capsys):
+    # observe.py:168: the self-check reading pages whose backups are still in flight
+    _mutate(monkeypatch, Inspect, "_verify_store", "self.stored - inflight", "self.stored | inflight")
+    assert not _run("fault store bytes torn under a backup in flight")
+    assert "is reported" in capsys.readouterr().out
+
+
+def test_check_prefetch_progress_returns_whether_the_prefetch_retired(monkeypatch, capsys):
+    # prefetch.py:174: a retired prefetch reported as not retired
+    _mutate(monkeypatch, Prefetch, "check_prefetch_progress", "return True", "return False")
+    name, run = next((n, r) for n, r in MS.campaign_units(25, 1) if n == "campaign wt-prefetch-2r seed 0")
+    assert not MS.run_unit(name, run)
+    assert "check_prefetch_progress(op=0) returned False, the spec's state change says True" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("old, new", [("not 0 <= v", "not 1 <= v"), ("not 0 <= v", "not -1 <= v")])
+def test_a_timer_domain_off_by_one_is_caught(old, new, monkeypatch):
+    # config.py:130: the prefetch timer's seconds refused below 1, or accepted down to -1
+    from tiercheck.conformance import impl_domain
+
+    _mutate(monkeypatch, HiCacheConfig, "__post_init__", old, new)
+    assert any("a timer's seconds" in line or "raised" in line for line in impl_domain.duration_problems())
