@@ -15,6 +15,9 @@
   of longer chains;
 - a CP load-back of a two-page node on two lanes: a node's pages sit on consecutive
   owner lanes from its depth (every shipped CP model has one-page nodes only);
+- a mirror-release drain round where no rank has a plan, after a round whose plans
+  disagreed: the count of consecutive mismatches stands (only an agreed commit resets it;
+  a round with nothing to agree on is neither);
 - the twin of split-write-lock-leak committing a one-page write: the bug's check
   compares the node's end with the write's last page, which for one page is its only page
   (the variant's shipped model writes two-page requests, where the last page and the
@@ -41,6 +44,7 @@ from tiercheck.spec.model import Model
 from tiercheck.spec.properties import durable_only_when_acked
 from tiercheck.spec.load_path import nodes_to_load
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
+from tiercheck.spec.state import ABSENT as HOST_ABSENT  # host states share the device's 0
 from tiercheck.spec.state import HOST_RESIDENT, live_nodes, matched_prefix, node_len
 
 from .reference import ReferenceDriver
@@ -71,6 +75,21 @@ def _inside_a_node(m, s, a, t) -> bool:
         return False
     end = rs.owner[path[k - 1]]
     return (end != path[k - 1] and rs.nodes[end].host == HOST_RESIDENT
+            and any(held >> path[k] & 1 for held in t.store))
+
+
+def _anchor_without_host_copy(m, s, a, t) -> bool:
+    """A state where request 0's match ends exactly at a node's end, that node holds no host
+    copy (write_back: device only), the next page is in a store and nothing is queued: the
+    spec's anchor is none (it must hold a host copy), so prefetch_from_storage of request
+    0 is disabled (the probe)."""
+    rs = t.ranks[0]
+    path = m.pages.request_pages[0]
+    k = matched_prefix(m.pages, rs, 0)
+    if not 0 < k < len(path) or rs.pq:
+        return False
+    end = rs.owner[path[k - 1]]
+    return (end == path[k - 1] and rs.nodes[end].host == HOST_ABSENT
             and any(held >> path[k] & 1 for held in t.store))
 
 
@@ -106,6 +125,13 @@ def _two_lane_node_loaded(m, s, a, t) -> bool:
     owner lanes)."""
     return (a.name == "load_back" and t != s
             and node_len(m.pages, s.ranks[0], a["node"]) >= 2)
+
+
+def _planless_round_after_a_mismatch(m, s, a, t) -> bool:
+    """A drain round where no rank has a plan, after a round whose plans disagreed: the
+    consecutive-mismatch count stands (only an agreed commit resets it)."""
+    return (a.name == "drain_storage_control_queues" and s.ranks[0].mismatch >= 1
+            and not any(rs.plan for rs in s.ranks) and not any(rs.closed for rs in s.ranks))
 
 
 def _one_page_write_committed(m, s, a, t) -> bool:
@@ -146,6 +172,14 @@ SITUATIONS = (
     # consecutive lanes from its depth (every shipped CP model has one-page nodes only).
     Situation("a CP load-back of a node spanning both lanes", "cp-planner-lanes-2r", (), _two_lane_node_loaded,
               overrides=(("requests", ((1, 2), (3,))),)),
+    # wt-mirror-2r: partial backups leave the ranks' plans different (a mismatch, 1 of
+    # fail_close_after 2), then a round with no plan anywhere (11 steps)
+    Situation("a mirror-release round with no plan after a mismatch", "wt-mirror-2r", (),
+              _planless_round_after_a_mismatch),
+    # write_back: (1, 2) written back and stored, evicted from both pools, then (1,)
+    # inserted on the device only: (1, 2)'s match ends at (1,), which has no host copy.
+    Situation("a prefetch whose anchor holds no host copy", "wb-reclaim-prefetch-1r", (), _anchor_without_host_copy,
+              probe=_prefetch_request_0, overrides=(("requests", ((1, 2), (1,), (5, 6, 7))),)),
     *(Situation(f"a prefetch whose match ends inside the node (1, 2, {x})", "wt-prefetch-1r", (), _inside_a_node,
                 probe=_prefetch_request_0, overrides=_inside(x)) for x in INSIDE_TOKENS),
 )

@@ -100,8 +100,9 @@ def gloo_root_cause() -> str:
 def stall_beside_a_long_failure() -> str:
     """wt-2r on gloo, rank 1 SIGSTOPped; the step reaches rank 0 with a keyword argument
     whose name holds a newline, so rank 0 fails at once with a TypeError of two lines,
-    the first over 300 characters. After the grace the driver names rank 1 as stalled,
-    in one line quoting rank 0's error: its type and first line, cut at 300 characters."""
+    the first over 300 characters. After the grace (one collective timeout + 5 s) the
+    driver names rank 1 as stalled, in one line giving the grace and quoting rank 0's
+    error: its type and first line, cut at 300 characters."""
     import os
     import signal
 
@@ -124,6 +125,9 @@ def stall_beside_a_long_failure() -> str:
         return f"a stopped rank 1 beside a failed rank 0 is not named as stalled: {msg[:200]}"
     if "\n" in msg:
         return f"the stall report is not one line: {msg!r}"[:300]
+    grace = 2.0 + 5.0  # GlooHiCache's documented grace after a failure: one collective timeout + 5 s
+    if f"stalled in writing_check: no answer {grace:g}s after rank 0 failed" not in msg:
+        return f"the stall report does not give the documented grace ({grace:g}s): {msg[:160]}"
     first = str(cause).splitlines()[0] if isinstance(cause, TypeError) else ""
     if len(first) <= 300 or not msg.endswith(f"rank 0 failed (TypeError: {first[:300]})"):
         return f"the stall report does not quote rank 0's error by its first line cut at 300 characters: ...{msg[-160:]}"

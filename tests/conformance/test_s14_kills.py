@@ -14,6 +14,7 @@ from tiercheck.impl.hicache.load_path import LoadPath
 from tiercheck.impl.hicache.observe import Inspect
 from tiercheck.impl.hicache.prefetch import Prefetch
 from tiercheck.impl.hicache.state import RankBase
+from tiercheck.impl.hicache.storage_path import StoragePath
 from tiercheck.impl.hicache.write_path import WritePath
 
 from mutant_helpers import load_mutation_suite, recompiled
@@ -50,14 +51,18 @@ KILLS = [
      "return len(self.pq) - 1", "return len(self.pq) % 1", "returned index 0, the prefetch queue has 2"),  # prefetch.py:82
     ("a prefetch anchored two pages deep", Prefetch, "_anchor",
      "owner[hashes[k - 1]]", "owner[hashes[k ^ 1]]", "IndexError"),  # prefetch.py:39
+    ("a prefetch whose anchor holds no host copy", Prefetch, "_anchor",
+     "node.host != RESIDENT", "node.host > RESIDENT", "step 7 of 8"),  # prefetch.py:40 (the sampled one)
     ("a prefetch whose match ends inside the node (1, 2, 6)", Prefetch, "_anchor",
-     "node.end != hashes[k - 1]", "node.end > hashes[k - 1]", "prefetch_from_storage(req=0)"),  # prefetch.py:40
+     "node.end != hashes[k - 1]", "node.end > hashes[k - 1]", "prefetch_from_storage(req=0)"),  # the same line's end test
     ("a prefetch whose match ends inside the node (1, 2, 3)", Prefetch, "_anchor",
      "node.end != hashes[k - 1]", "node.end < hashes[k - 1]", "prefetch_from_storage(req=0)"),  # its mirror
     ("a load-back of one two-token page under a three-token threshold", LoadPath, "load_back",
      "total * self.layout.page_size <", "total + self.layout.page_size <", "load_queue"),  # load_path.py:35
     ("a CP load-back of a node spanning both lanes", CpLoadBack, "_node_lanes",
      "(first + k)", "(first << k)", "load_queue"),  # cp_load.py:61
+    ("a mirror-release round with no plan after a mismatch", StoragePath, "_release_round",
+     "bits) > 0:", "bits) > -1:", "plan_mismatches 1 -> 0"),  # storage_path.py:191
     ("split-write-lock-leak committing a one-page write", WritePath, "_commit_writes",
      "op.pages[-1]", "op.pages[+1]", "IndexError"),  # write_path.py:209
     ("failed-batch-acked drained", RankBase, "_sstored",
@@ -94,3 +99,18 @@ def test_a_timer_domain_off_by_one_is_caught(old, new, monkeypatch):
 
     _mutate(monkeypatch, HiCacheConfig, "__post_init__", old, new)
     assert any("a timer's seconds" in line or "raised" in line for line in impl_domain.duration_problems())
+
+
+@pytest.mark.gloo
+@pytest.mark.parametrize("slack", ["6.0", "4.0"])
+def test_a_stall_grace_other_than_the_documented_one_is_caught(monkeypatch, slack):
+    # gloo.py:144: the grace after a failure is one collective timeout + 5 s (GlooHiCache's docstring)
+    from tiercheck.conformance import verdict_faults as vf
+    from tiercheck.conformance.process_faults import guarded
+    from tiercheck.impl.hicache.gloo import GlooHiCache
+
+    made = recompiled(GlooHiCache._call, "grace = self.collective_timeout + 5.0",
+                      f"grace = self.collective_timeout + {slack}")
+    monkeypatch.setattr(GlooHiCache, "_call", made["_call"])
+    got = guarded(vf.stall_beside_a_long_failure)
+    assert got.startswith("the stall report does not give the documented grace (7s)"), got
