@@ -10,6 +10,8 @@
 - a prefetch asked for a request whose match ends inside a node, in both orders of the
   two page hashes compared (the node's end and the request's k-th page): the spec starts
   no prefetch (the anchor must end where the match ends), whichever hash is the larger;
+- a prefetch whose match ends exactly at a node with no host copy (write_back, the node
+  on the device only): the spec starts none (the anchor must hold a host copy);
 - a load-back of a one-page chain of two tokens under a threshold of three (paged-1r):
   the spec refuses it (too short to be worth a copy); the campaign's loads there were all
   of longer chains;

@@ -44,6 +44,7 @@ TRACK_RLIMIT = 60_000_000
 RECORD_ENV = "TIERCHECK_RECORD_CORES"
 
 _fingerprints: Dict[int, tuple] = {}  # formula id -> (formula, fingerprint); the formula held so its id is not reused
+_HELD = 50_000  # past this many the memo starts over (a long test process builds many setups)
 _table: Optional[Dict[str, List[int]]] = None
 _learned: Dict[str, List[int]] = {}
 stats = {"queries": 0, "from_core": 0}
@@ -67,6 +68,8 @@ def fingerprint(f: z3.ExprRef) -> str:
     """The digest of ``f``'s s-expression, its numbered names renumbered (``canonical``)."""
     held = _fingerprints.get(f.get_id())
     if held is None:
+        if len(_fingerprints) >= _HELD:
+            _fingerprints.clear()
         text = canonical(f.sexpr())
         held = (f, hashlib.blake2b(text.encode(), digest_size=8).hexdigest())
         _fingerprints[f.get_id()] = held
