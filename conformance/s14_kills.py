@@ -24,6 +24,9 @@
   compares the node's end with the write's last page, which for one page is its only page
   (the variant's shipped model writes two-page requests, where the last page and the
   second are the same);
+- the twin of digest-unchecked evicting a two-page node that only rank 1 must write (the
+  replicas diverged): the agreed size is rank 1's two pages, read back from the MIN of
+  (rank, pages) packed into one int64;
 - the twin of failed-batch-acked through its drain: the drain marks durable a page the
   failed batch never stored, which the spec with the bug flags (durable_only_when_acked);
   the implementation's refined state must flag it too (the bug's shortest trace ends at
@@ -46,6 +49,7 @@ from tiercheck.spec.model import Model
 from tiercheck.spec.properties import durable_only_when_acked
 from tiercheck.spec.load_path import nodes_to_load
 from tiercheck.spec.state import ABSENT as DEV_ABSENT
+from tiercheck.spec.state import RESIDENT as DEV_RESIDENT
 from tiercheck.spec.state import ABSENT as HOST_ABSENT  # host states share the device's 0
 from tiercheck.spec.state import HOST_RESIDENT, live_nodes, matched_prefix, node_len
 
@@ -136,6 +140,20 @@ def _planless_round_after_a_mismatch(m, s, a, t) -> bool:
             and not any(rs.plan for rs in s.ranks) and not any(rs.closed for rs in s.ranks))
 
 
+def _only_rank_1_must_write(m, s, a, t) -> bool:
+    """A write_back eviction of a node of an even number of pages that rank 1 must write
+    first (its host copy reclaimed) and rank 0 need not (it kept its own): the size is
+    rank 1's, agreed through one MIN of (rank, pages) packed into an int64."""
+    if a.name != "evict" or t == s:
+        return False
+    e = a["node"]
+    nodes = [rs.nodes[e] if e < len(rs.nodes) else None for rs in s.ranks]
+    if any(n is None for n in nodes):
+        return False
+    needs = [n.host == HOST_ABSENT and n.dev == DEV_RESIDENT for n in nodes]
+    return needs == [False, True] and node_len(m.pages, s.ranks[1], e) % 2 == 0
+
+
 def _one_page_write_committed(m, s, a, t) -> bool:
     """writing_check commits a D->H write of one page."""
     if a.name != "writing_check":
@@ -195,6 +213,12 @@ def _lying_ack_drained(m, s, a, t) -> bool:
 TWIN_SITUATIONS = (
     Situation("split-write-lock-leak committing a one-page write", "variants/split-write-lock-leak", (),
               _one_page_write_committed, overrides=(("requests", ((1, 2), (1, 3), (4,))),)),
+    # Diverged replicas (the registry drift the bug lets through): (1, 2, 3, 4)'s upper half
+    # (3, 4) is reclaimed from rank 1's host pool only, then evicted from the device: rank
+    # 1 must write two pages, rank 0 none (8 steps).
+    Situation("digest-unchecked evicting a two-page node only rank 1 must write", "variants/digest-unchecked", (),
+              _only_rank_1_must_write, overrides=(("requests", ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 5, 6))),
+                                                  ("device_pages", 6), ("host_pages", 4))),
     # The bug's shortest trace ends at the lying ack; here its drain follows, where the spec
     # with the bug breaks durable_only_when_acked: so must the implementation's refined state,
     # which knows what each backup really stored only from the snapshot's "sstored".

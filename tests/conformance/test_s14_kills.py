@@ -10,6 +10,7 @@ import pytest
 from tiercheck.conformance import s14_kills as k
 from tiercheck.impl.hicache.config import HiCacheConfig
 from tiercheck.impl.hicache.cp_load import CpLoadBack
+from tiercheck.impl.hicache.eviction import Eviction
 from tiercheck.impl.hicache.load_path import LoadPath
 from tiercheck.impl.hicache.observe import Inspect
 from tiercheck.impl.hicache.prefetch import Prefetch
@@ -63,6 +64,8 @@ KILLS = [
      "(first + k)", "(first << k)", "load_queue"),  # cp_load.py:61
     ("a mirror-release round with no plan after a mismatch", StoragePath, "_release_round",
      "bits) > 0:", "bits) > -1:", "plan_mismatches 1 -> 0"),  # storage_path.py:191
+    ("digest-unchecked evicting a two-page node only rank 1 must write", Eviction, "_evict_one",
+     "self.rank << 32", "self.rank ** 32", "host_free 0 -> 2"),  # eviction.py:75
     ("split-write-lock-leak committing a one-page write", WritePath, "_commit_writes",
      "op.pages[-1]", "op.pages[+1]", "IndexError"),  # write_path.py:209
     ("failed-batch-acked drained", RankBase, "_sstored",
