@@ -17,6 +17,8 @@
   of longer chains;
 - a CP load-back of a two-page node on two lanes: a node's pages sit on consecutive
   owner lanes from its depth (every shipped CP model has one-page nodes only);
+- (seed 15) check_prefetch_progress of an index two past the queue's end: refused as
+  the index one past it is, not an error from inside the queue;
 - a mirror-release drain round where no rank has a plan, after a round whose plans
   disagreed: the count of consecutive mismatches stands (only an agreed commit resets it;
   a round with nothing to agree on is neither);
@@ -154,6 +156,15 @@ def _only_rank_1_must_write(m, s, a, t) -> bool:
     return needs == [False, True] and node_len(m.pages, s.ranks[1], e) % 2 == 0
 
 
+def _prefetch_started(m, s, a, t) -> bool:
+    return a.name == "prefetch_from_storage" and len(t.ranks[0].pq) > len(s.ranks[0].pq)
+
+
+def _check_two_past_end(m, t):
+    """check_prefetch_progress of an index two past the queue's end: no such prefetch."""
+    return act("check_prefetch_progress", op=len(t.ranks[0].pq) + 1)
+
+
 def _one_page_write_committed(m, s, a, t) -> bool:
     """writing_check commits a D->H write of one page."""
     if a.name != "writing_check":
@@ -192,6 +203,10 @@ SITUATIONS = (
     # consecutive lanes from its depth (every shipped CP model has one-page nodes only).
     Situation("a CP load-back of a node spanning both lanes", "cp-planner-lanes-2r", (), _two_lane_node_loaded,
               overrides=(("requests", ((1, 2), (3,))),)),
+    # (seed 15) an index past the end by more than one must be refused as cleanly as the
+    # first one past it (s12_kills_ku1), not fail inside the queue's indexing
+    Situation("a check of the prefetch two past the queue's end", "wt-prefetch-1r", (), _prefetch_started,
+              _check_two_past_end),
     # wt-mirror-2r: partial backups leave the ranks' plans different (a mismatch, 1 of
     # fail_close_after 2), then a round with no plan anywhere (11 steps)
     Situation("a mirror-release round with no plan after a mismatch", "wt-mirror-2r", (),

@@ -62,6 +62,8 @@ KILLS = [
      "total * self.layout.page_size <", "total + self.layout.page_size <", "load_queue"),  # load_path.py:35
     ("a CP load-back of a node spanning both lanes", CpLoadBack, "_node_lanes",
      "(first + k)", "(first << k)", "load_queue"),  # cp_load.py:61
+    ("a check of the prefetch two past the queue's end", Prefetch, "_prefetch_op",
+     "index < len(self.pq)", "index is not len(self.pq)", "IndexError"),  # prefetch.py:96 (seed 15)
     ("a mirror-release round with no plan after a mismatch", StoragePath, "_release_round",
      "bits) > 0:", "bits) > -1:", "plan_mismatches 1 -> 0"),  # storage_path.py:191
     ("digest-unchecked evicting a two-page node only rank 1 must write", Eviction, "_evict_one",
