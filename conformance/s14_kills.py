@@ -29,6 +29,8 @@
 - the twin of digest-unchecked evicting a two-page node that only rank 1 must write (the
   replicas diverged): the agreed size is rank 1's two pages, read back from the MIN of
   (rank, pages) packed into one int64;
+- (seed 15) the twin of early-return-collective with a copy finished on every rank: the
+  bug's early return is taken only where no copy finished, so this round commits;
 - the twin of failed-batch-acked through its drain: the drain marks durable a page the
   failed batch never stored, which the spec with the bug flags (durable_only_when_acked);
   the implementation's refined state must flag it too (the bug's shortest trace ends at
@@ -165,6 +167,13 @@ def _check_two_past_end(m, t):
     return act("check_prefetch_progress", op=len(t.ranks[0].pq) + 1)
 
 
+def _every_rank_has_a_copy_done(m, s, a, t) -> bool:
+    """writing_check with copies in flight on every rank and at least one finished on each:
+    the bug's early return (taken only where none finished) is not taken, and the round commits."""
+    return (a.name == "writing_check" and all(rs.wq for rs in s.ranks)
+            and all(rs.wdone > 0 for rs in s.ranks))
+
+
 def _one_page_write_committed(m, s, a, t) -> bool:
     """writing_check commits a D->H write of one page."""
     if a.name != "writing_check":
@@ -234,6 +243,10 @@ TWIN_SITUATIONS = (
     Situation("digest-unchecked evicting a two-page node only rank 1 must write", "variants/digest-unchecked", (),
               _only_rank_1_must_write, overrides=(("requests", ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 5, 6))),
                                                   ("device_pages", 6), ("host_pages", 4))),
+    # (seed 15) the bug's branch must fire only where nothing finished: with a copy done on
+    # every rank the round commits as in the fixed spec
+    Situation("early-return-collective with a copy done on every rank", "variants/early-return-collective", (),
+              _every_rank_has_a_copy_done),
     # The bug's shortest trace ends at the lying ack; here its drain follows, where the spec
     # with the bug breaks durable_only_when_acked: so must the implementation's refined state,
     # which knows what each backup really stored only from the snapshot's "sstored".

@@ -68,6 +68,8 @@ KILLS = [
      "bits) > 0:", "bits) > -1:", "plan_mismatches 1 -> 0"),  # storage_path.py:191
     ("digest-unchecked evicting a two-page node only rank 1 must write", Eviction, "_evict_one",
      "self.rank << 32", "self.rank ** 32", "host_free 0 -> 2"),  # eviction.py:75
+    ("early-return-collective with a copy done on every rank", WritePath, "writing_check",
+     "self.wq and done == 0", "self.wq and done != 0", "write_queue"),  # write_path.py:197 (seed 15)
     ("split-write-lock-leak committing a one-page write", WritePath, "_commit_writes",
      "op.pages[-1]", "op.pages[+1]", "IndexError"),  # write_path.py:209
     ("failed-batch-acked drained", RankBase, "_sstored",
