@@ -19,6 +19,8 @@
   owner lanes from its depth (every shipped CP model has one-page nodes only);
 - (seed 15) check_prefetch_progress of an index two past the queue's end: refused as
   the index one past it is, not an error from inside the queue;
+- (seed 15) a drain round beside a mirror that is busy one way only (locked with no
+  host reference, or the reverse): no release candidate either way;
 - a mirror-release drain round where no rank has a plan, after a round whose plans
   disagreed: the count of consecutive mismatches stands (only an agreed commit resets it;
   a round with nothing to agree on is neither);
@@ -174,6 +176,22 @@ def _every_rank_has_a_copy_done(m, s, a, t) -> bool:
             and all(rs.wdone > 0 for rs in s.ranks))
 
 
+def _busy_mirror_drained(m, s, a, t) -> bool:
+    """A drain round while a mirror (device and host resident, every page durable) is busy
+    in one way only: locked but with no host reference or pending load, or the other way
+    round. Busy either way, it is no release candidate."""
+    if a.name != "drain_storage_control_queues":
+        return False
+    rs = s.ranks[0]
+    for e in live_nodes(rs):
+        n = rs.nodes[e]
+        if n.dev != DEV_RESIDENT or n.host != HOST_RESIDENT:
+            continue
+        if all(rs.durable >> p & 1 for p in m.pages.chain(n.start, e)) and (n.lock == 0) != (n.href == 0 and not n.lbp):
+            return True
+    return False
+
+
 def _one_page_write_committed(m, s, a, t) -> bool:
     """writing_check commits a D->H write of one page."""
     if a.name != "writing_check":
@@ -216,6 +234,10 @@ SITUATIONS = (
     # first one past it (s12_kills_ku1), not fail inside the queue's indexing
     Situation("a check of the prefetch two past the queue's end", "wt-prefetch-1r", (), _prefetch_started,
               _check_two_past_end),
+    # (seed 15) wt-mirror-1r: a load-back below the mirror (1,) locks it: a busy mirror at
+    # the drain round, which must not be released (9 steps)
+    Situation("a drain round beside a mirror that is locked but holds no host reference", "wt-mirror-1r", (),
+              _busy_mirror_drained),
     # wt-mirror-2r: partial backups leave the ranks' plans different (a mismatch, 1 of
     # fail_close_after 2), then a round with no plan anywhere (11 steps)
     Situation("a mirror-release round with no plan after a mismatch", "wt-mirror-2r", (),

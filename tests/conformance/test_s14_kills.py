@@ -64,6 +64,9 @@ KILLS = [
      "(first + k)", "(first << k)", "load_queue"),  # cp_load.py:61
     ("a check of the prefetch two past the queue's end", Prefetch, "_prefetch_op",
      "index < len(self.pq)", "index is not len(self.pq)", "IndexError"),  # prefetch.py:96 (seed 15)
+    ("a drain round beside a mirror that is locked but holds no host reference", StoragePath, "is_redundant_mirror",
+     "node.lock_ref == 0 and node.host_ref", "node.lock_ref == 0 or node.host_ref",
+     "host resident->absent"),  # storage_path.py:160 (seed 15)
     ("a mirror-release round with no plan after a mismatch", StoragePath, "_release_round",
      "bits) > 0:", "bits) > -1:", "plan_mismatches 1 -> 0"),  # storage_path.py:191
     ("digest-unchecked evicting a two-page node only rank 1 must write", Eviction, "_evict_one",
