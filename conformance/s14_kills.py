@@ -46,9 +46,6 @@
 
 from __future__ import annotations
 
-import torch
-
-from tiercheck.impl.storage import rank_key
 from tiercheck.models import model_file
 from tiercheck.spec.action import act
 from tiercheck.spec.model import Model
@@ -61,7 +58,9 @@ from tiercheck.spec.state import HOST_RESIDENT, live_nodes, matched_prefix, node
 
 from .reference import ReferenceDriver
 from .runner import replay
+from .s12_kills_ku1 import _prefetch_started
 from .situations import Situation, first_path
+from .verdict_faults import put_other_bytes
 
 
 def _second_prefetch(m, s, a, t) -> bool:
@@ -76,33 +75,31 @@ def _anchored_two_deep(m, s, a, t) -> bool:
     return k == 2
 
 
-def _inside_a_node(m, s, a, t) -> bool:
-    """A state where request 0's matched prefix ends inside a node holding a host copy,
-    its next page in a store, and no prefetch queued: the spec's anchor is none, so it
-    disables prefetch_from_storage of request 0 (the probe)."""
+def _match_end(m, t):
+    """(node end, the node) where request 0's matched prefix ends on rank 0 in ``t``, when
+    it is a proper prefix, the next page is in a store and no prefetch is queued; else None."""
     rs = t.ranks[0]
     path = m.pages.request_pages[0]
     k = matched_prefix(m.pages, rs, 0)
-    if not 0 < k < len(path) or rs.pq:
-        return False
+    if not 0 < k < len(path) or rs.pq or not any(held >> path[k] & 1 for held in t.store):
+        return None
     end = rs.owner[path[k - 1]]
-    return (end != path[k - 1] and rs.nodes[end].host == HOST_RESIDENT
-            and any(held >> path[k] & 1 for held in t.store))
+    return (end != path[k - 1]), rs.nodes[end]
+
+
+def _inside_a_node(m, s, a, t) -> bool:
+    """Request 0's match ends inside a node holding a host copy (``_match_end``): the spec's
+    anchor is none, so it disables prefetch_from_storage of request 0 (the probe)."""
+    got = _match_end(m, t)
+    return got is not None and got[0] and got[1].host == HOST_RESIDENT
 
 
 def _anchor_without_host_copy(m, s, a, t) -> bool:
-    """A state where request 0's match ends exactly at a node's end, that node holds no host
-    copy (write_back: device only), the next page is in a store and nothing is queued: the
-    spec's anchor is none (it must hold a host copy), so prefetch_from_storage of request
-    0 is disabled (the probe)."""
-    rs = t.ranks[0]
-    path = m.pages.request_pages[0]
-    k = matched_prefix(m.pages, rs, 0)
-    if not 0 < k < len(path) or rs.pq:
-        return False
-    end = rs.owner[path[k - 1]]
-    return (end == path[k - 1] and rs.nodes[end].host == HOST_ABSENT
-            and any(held >> path[k] & 1 for held in t.store))
+    """Request 0's match ends exactly at a node's end, and that node holds no host copy
+    (write_back: device only): the spec's anchor is none (it must hold a host copy), so
+    prefetch_from_storage of request 0 is disabled (the probe)."""
+    got = _match_end(m, t)
+    return got is not None and not got[0] and got[1].host == HOST_ABSENT
 
 
 def _prefetch_request_0(m, t):
@@ -158,10 +155,6 @@ def _only_rank_1_must_write(m, s, a, t) -> bool:
         return False
     needs = [n.host == HOST_ABSENT and n.dev == DEV_RESIDENT for n in nodes]
     return needs == [False, True] and node_len(m.pages, s.ranks[1], e) % 2 == 0
-
-
-def _prefetch_started(m, s, a, t) -> bool:
-    return a.name == "prefetch_from_storage" and len(t.ranks[0].pq) > len(s.ranks[0].pq)
 
 
 def _check_two_past_end(m, t):
@@ -297,9 +290,7 @@ def store_torn_under_a_backup() -> str:
         op = next((o for o in rank.sq if o.ack is None), None)
         if op is None:
             return "the trace left no backup in flight"
-        key = [rank_key(op.pages[0], rank.rank)]
-        rank.backend.delete(key)
-        rank.backend.batch_put(key, [torch.full_like(rank.host_pool.page(rank.host_pool.base), 7.25)])
+        put_other_bytes(rank, op.pages[0])
         problems = driver.verify()
         if problems:
             return f"a page whose backup is still in flight is reported: {problems}"

@@ -215,6 +215,14 @@ def _stored_whole(model):
     return goal
 
 
+def put_other_bytes(rank, page: str) -> None:
+    """The store holds other bytes under ``rank``'s key of ``page`` (a corruption, or a
+    write not finished)."""
+    key = [rank_key(page, rank.rank)]
+    rank.backend.delete(key)
+    rank.backend.batch_put(key, [torch.full_like(rank.host_pool.page(rank.host_pool.base), 7.25)])
+
+
 def store_rewritten_before_drain() -> str:
     """wt-storage-1r: a backup acked, its ack not yet drained, the page rewritten in the
     store with other bytes: the self-check must report it (it skips only pages whose
@@ -230,9 +238,7 @@ def store_rewritten_before_drain() -> str:
         rank = driver.group.ranks[0]
         if not rank.sq or rank.sq[0].ack is None or not rank.stored:
             return "the trace left no acked, undrained backup"
-        key = [rank_key(sorted(rank.stored)[0], rank.rank)]
-        rank.backend.delete(key)
-        rank.backend.batch_put(key, [torch.full_like(rank.host_pool.page(rank.host_pool.base), 7.25)])
+        put_other_bytes(rank, sorted(rank.stored)[0])
         problems = driver.verify()
     finally:
         driver.close()
