@@ -399,6 +399,13 @@ def s14_kills_units():
     return module_units(s14_kills)
 
 
+def s18_kills_units():
+    """(name, run) per unit of tiercheck.conformance.s18_kills (survivors killed in session 18)."""
+    from tiercheck.conformance import s18_kills  # imports the implementation: after the map's tracer starts
+
+    return module_units(s18_kills)
+
+
 def s12_kills_ku2_units():
     """(name, run) per unit of tiercheck.conformance.s12_kills_ku2 (seed-12 survivors killed in session 14 by kU2: a situation and a twin situation)."""
     from tiercheck.conformance import s12_kills_ku2  # imports the implementation: after the map's tracer starts
@@ -491,6 +498,7 @@ def units(args):
         out += s12_kills_ku1_units()
         out += s13_kills_kb_units()
         out += s14_kills_units()
+        out += s18_kills_units()
     out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + mooncake_units() + fault_units()
     if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
         out = [(name, run) for name, run in out if any(u in name for u in args.unit)]

@@ -80,8 +80,19 @@ def output_file(path, flag: str) -> Path:
         raise UserError(f"{flag} {path}: is a directory (a file is expected)")
     if p.exists() and not os.access(p, os.W_OK):
         raise UserError(f"{flag} {path}: exists and is not writable")
+    if p.exists():
+        _not_blocking(p, flag, path)
     _writable_dir(p.parent, flag, path)
     return p
+
+
+def _not_blocking(p: Path, flag: str, path) -> None:
+    """An existing output that is not a regular file: a FIFO, a socket or a block device
+    is refused (writing to a FIFO nobody reads blocks forever, and a reader that comes and
+    goes cannot be checked up front); character devices such as /dev/null are fine."""
+    mode = p.stat().st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISBLK(mode):
+        raise UserError(f"{flag} {path}: is {_kind(mode)} (a file is expected)")
 
 
 def output_dir(path, flag: str) -> Path:

@@ -3,7 +3,8 @@
 Under the ``timeout`` stop policy a rank votes to terminate a prefetch once its read
 completed or its timer fired: in manual mode the driver's ``prefetch_timeout`` step fires
 it, in auto mode the rank's own monotonic clock does (``prefetch_timeout_base`` plus
-``prefetch_timeout_per_page`` per page, counted from the prefetch's start). The walks of
+``prefetch_timeout_per_page`` per page, by default seed 004's page_size / 1024 *
+``prefetch_timeout_per_ki_token``, counted from the prefetch's start). The walks of
 the auto mode never see it fire: every read has finished before the next step. Here the
 read is held in the store, and the rank's clock (the ``time`` the prefetch module reads)
 is one this check sets, so the verdict does not depend on the machine's speed:
@@ -56,6 +57,17 @@ def instants(start: float, limit: float) -> tuple:
     return at, math.nextafter(at, math.inf)
 
 
+def timer_limit(rcfg, pages: int) -> float:
+    """Seconds a prefetch of ``pages`` may run before its timer fires, by seed 004's rule
+    from the implementation's settings: the base plus, per page, page_size / 1024 *
+    prefetch_timeout_per_ki_token (prefetch_timeout_per_page overrides the per-page
+    share). Computed here, not read from the implementation's own derivation."""
+    per_page = rcfg.prefetch_timeout_per_page
+    if per_page is None:
+        per_page = rcfg.layout.page_size / 1024 * rcfg.prefetch_timeout_per_ki_token
+    return rcfg.prefetch_timeout_base + pages * per_page
+
+
 def timer_while_reading(cfg) -> list:
     """The check above on model config ``cfg`` (the timeout policy, auto mode); the
     disagreements ([] when none)."""
@@ -82,7 +94,7 @@ def timer_while_reading(cfg) -> list:
         check = next(a for a in model.actions(s) if a.name == "check_prefetch_progress")
         rcfg = driver.group.ranks[0].cfg
         pages = s.ranks[0].pq[check["op"]][3]
-        at, past = instants(START, rcfg.prefetch_timeout_base + pages * rcfg.timeout_per_page)
+        at, past = instants(START, timer_limit(rcfg, pages))
         for now, when in ((START, "at the prefetch's start"), (at, "at the timer's limit")):
             clock.now = now
             ReferenceDriver.apply(driver, check)

@@ -20,7 +20,7 @@ from tiercheck.errors import UserError
 from tiercheck.spec.config import changed
 from tiercheck.spec.model import Model
 
-from . import counters, halt_report
+from . import counters, halt_report, wire_digest
 from .refinement import concretize, refine
 from .serving import match_problems
 
@@ -170,7 +170,8 @@ class ReferenceDriver:
         prefetch_from_storage returned, the host-pool gauges, metric names and labels,
         counters that are whole numbers of tokens and never go down, and each counter's
         increment over the step against the spec's state change
-        (tiercheck.conformance.counters)."""
+        (tiercheck.conformance.counters), and the reclaim digest pair each rank would put
+        on the wire (tiercheck.conformance.wire_digest)."""
         out = []
         host_pages = self.group.cfg.host_pages
         # The snapshot state() just took, if no step came between (conformance asks for
@@ -188,6 +189,7 @@ class ReferenceDriver:
             out += counters.returned_problems(self.model, self._spec_before, self._spec_now, self._action,
                                               self._returned)
         self._action = None
+        out += wire_digest.problems(self.model, snaps)
         if self._last_fresh and self.model.cfg.victim_order != "lru":
             # match_prefix refreshes the access order it walks: unobservable unless LRU orders victims.
             out += match_problems(self.model, self._spec_now, self.group)

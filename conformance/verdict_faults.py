@@ -97,40 +97,45 @@ def gloo_root_cause() -> str:
     return ""
 
 
-def stall_beside_a_long_failure() -> str:
-    """wt-2r on gloo, rank 1 SIGSTOPped; the step reaches rank 0 with a keyword argument
-    whose name holds a newline, so rank 0 fails at once with a TypeError of two lines,
-    the first over 300 characters. After the grace (one collective timeout + 5 s) the
-    driver names rank 1 as stalled, in one line giving the grace and quoting rank 0's
-    error: its type and first line, cut at 300 characters."""
+def stall_beside_a_long_failure(stopped: int = 1) -> str:
+    """wt-2r on gloo, rank ``stopped`` SIGSTOPped; the step reaches the other rank with a
+    keyword argument whose name holds a newline, so that rank fails at once with a
+    TypeError of two lines, the first over 300 characters. After the grace (one
+    collective timeout + 5 s) the driver names the stopped rank as stalled, in one line
+    giving the grace and quoting the failed rank's error: its type and first line, cut at
+    300 characters. (The driver polls the ranks in turn, so a failure is seen whichever
+    rank stopped: with rank 0 stopped, a driver that kept polling rank 0 would see none
+    and report a plain timeout at its deadline.)"""
     import os
     import signal
 
     from tiercheck.impl.hicache.errors import RemoteRankError
 
+    failed = 1 - stopped
     cfg = model_file.load("wt-2r").config
-    driver = ReferenceDriver(cfg, backend="gloo", timeout=2.0, driver_timeout=600.0)
+    # The driver's deadline well past the grace: a report at the deadline is the wrong one.
+    driver = ReferenceDriver(cfg, backend="gloo", timeout=2.0, driver_timeout=30.0)
     procs = list(driver.group._procs)
     bad = {"k" * 400 + "\nsecond line of the error": 1}
     try:
-        os.kill(procs[1].pid, signal.SIGSTOP)
+        os.kill(procs[stopped].pid, signal.SIGSTOP)
         try:
             driver.group._replicated("writing_check", (), bad)
-            return "a step rank 0 rejects returned with rank 1 stopped"
+            return f"a step rank {failed} rejects returned with rank {stopped} stopped"
         except RemoteRankError as exc:
             msg, cause = str(exc), exc.__cause__
     finally:
         driver.close()
-    if not msg.startswith("gloo rank(s) [1] stalled in writing_check"):
-        return f"a stopped rank 1 beside a failed rank 0 is not named as stalled: {msg[:200]}"
+    if not msg.startswith(f"gloo rank(s) [{stopped}] stalled in writing_check"):
+        return f"a stopped rank {stopped} beside a failed rank {failed} is not named as stalled: {msg[:200]}"
     if "\n" in msg:
         return f"the stall report is not one line: {msg!r}"[:300]
     grace = 2.0 + 5.0  # GlooHiCache's documented grace after a failure: one collective timeout + 5 s
-    if f"stalled in writing_check: no answer {grace:g}s after rank 0 failed" not in msg:
+    if f"stalled in writing_check: no answer {grace:g}s after rank {failed} failed" not in msg:
         return f"the stall report does not give the documented grace ({grace:g}s): {msg[:160]}"
     first = str(cause).splitlines()[0] if isinstance(cause, TypeError) else ""
-    if len(first) <= 300 or not msg.endswith(f"rank 0 failed (TypeError: {first[:300]})"):
-        return f"the stall report does not quote rank 0's error by its first line cut at 300 characters: ...{msg[-160:]}"
+    if len(first) <= 300 or not msg.endswith(f"rank {failed} failed (TypeError: {first[:300]})"):
+        return f"the stall report does not quote rank {failed}'s error by its first line cut at 300 characters: ...{msg[-160:]}"
     alive = [p.name for p in procs if p.is_alive()]
     return f"rank processes {alive} still alive after close()" if alive else ""
 

@@ -58,7 +58,7 @@ def _serve(group, cfg, storage, inqs, outqs):
 class GlooHiCache(HiCacheGroup):
     """``storage`` must be a factory (FileStorage / MooncakeStorage): each process opens
     its own backend. ``collective_timeout``: how long a rank waits at a sync point for
-    peers before raising. ``driver_timeout``: how long the driver waits for a rank's answer
+    peers before raising (default 10 s). ``driver_timeout``: how long the driver waits for a rank's answer
     to one step (default 3 collective timeouts + 120 s). Once one rank has failed, the others
     get one collective timeout + 5 s more; a rank silent by then is named as stalled, in one
     line quoting the failed rank's error (type, first line cut at 300 characters). ``close``

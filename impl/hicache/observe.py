@@ -62,6 +62,10 @@ class Inspect:
             "dups": [p(e) for e in self.dups],
             "victims": [p(e) for e in self.victims],
             "last_victims": [p(e) for e in self.last_victims],
+            # the reclaim digest as the next ready-count round puts it on the wire: [x, -x]
+            # in digest_bits-wide integers ([] when this rank does not track one)
+            "digest_pair": self._digest_fields(),
+            "digest_bits": self.cfg.wire_bits,
             "reclaimed": [p(e) for e in self.reclaimed],  # the last 64 reclaim victims
             # per-rank local access order (CP), or under LRU this rank's wall-clock order
             "clock": [p(e) for e in (self.wall_order() if lru else self.local_clock)],

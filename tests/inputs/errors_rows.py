@@ -84,6 +84,7 @@ ROWS = [
     ("`prove --report FILE`", lambda d: ["prove", "--report", _w(d, "report.txt", "")], 2),
     ("`generate -o FILE`", lambda d: ["generate", "wt-1r", "-o", _w(d, "suite.txt", "")], 2),
     ("`show --html` under a file", lambda d: ["show", "cex.json", "--html", _w(d, "x", "") + "/v.html"], 2),
+    ("`show --html` to a FIFO", lambda d: ["show", "cex.json", "--html", _fifo(d)], 2),
     # outcomes
     ("a clean model", lambda d: ["check", "wt-1r"], 0),
     ("a model with a violation", lambda d: ["check", "variants/host-starvation"], 1),
