@@ -19,6 +19,10 @@
   from that self-check, and until now only host and store pages were ever corrupted on
   purpose, so a self-check that skipped device copies (observe.py's ``dev ==
   "resident"`` read as ``dev > "resident"``) passed every unit.
+- (fault) a host slot freed under the node that owns it (wt-1r, request 0 written to the
+  host): the self-check must report that slot as owned but free (a use after free), and
+  not also as a leak (observe.py's ``allocated - seen`` read as ``allocated ^ seen``
+  names it both ways).
 - (fault) verdict_faults' stall beside a long failure with the ranks' roles swapped: rank
   0 stopped, rank 1 failing at once. The driver polls the ranks in turn; one that kept
   polling the first pending rank (gloo.py's ``pending.pop(0)`` read as ``pop(-1)``) never
@@ -49,6 +53,7 @@ from tiercheck.models import model_file
 
 from . import verdict_faults
 from .reference import ReferenceDriver, impl_config
+from tiercheck.spec.storage_path import release_candidates
 from tiercheck.spec.write_path import insert_device_need
 from tiercheck.spec.state import HOST_RESIDENT, live_nodes, node_len
 from tiercheck.spec.state import RESIDENT as DEV_RESIDENT
@@ -99,6 +104,15 @@ def _prefetch_retired_over_an_insert(m, s, a, t) -> bool:
     return have >= 1 and n - have >= 2 and all(rt.owner[p] >= 0 for p in pages)
 
 
+def _plan_past_its_deficit(m, s, a, t) -> bool:
+    """A drain round prepares a one-entry plan of two or more pages while another
+    release candidate stays out of it."""
+    rt = t.ranks[0]
+    if a.name != "drain_storage_control_queues" or len(rt.plan) != 1 or s.ranks[0].plan == rt.plan:
+        return False
+    return node_len(m.pages, rt, rt.plan[0]) >= 2 and any(e != rt.plan[0] for e in release_candidates(m, rt))
+
+
 SITUATIONS = (
     Situation("two duplicate-reclaim victims folded before a round", "wb-reclaim-2r", (), _second_victim_folded,
               overrides=(("requests", ((1,), (2,), (3, 4))), ("device_pages", 4), ("faults", frozenset()))),
@@ -110,6 +124,9 @@ SITUATIONS = (
               _prefetch_retired_over_an_insert,
               overrides=(("requests", ((1, 2, 3), (1,), (5, 6, 7))), ("device_pages", 3), ("host_pages", 3),
                          ("faults", frozenset()))),
+    Situation("a mirror-release plan of two pages for a one-page deficit, another candidate left", "wt-mirror-1r", (),
+              _plan_past_its_deficit, overrides=(("requests", ((1, 2), (3,))), ("device_pages", 3), ("host_pages", 3),
+                                                 ("host_free_target", 1), ("faults", frozenset()))),
 )
 
 
@@ -162,8 +179,35 @@ def device_page_corrupted() -> str:
     return "" if named else f"a device page overwritten under a resident node is not reported: {problems}"
 
 
+def host_slot_freed_under_its_owner() -> str:
+    """wt-1r: request 0 inserted and written to the host, the node's first host slot
+    freed in the pool behind the node's back: the self-check names it once, as a use
+    after free."""
+    cfg = model_file.load("wt-1r").config
+    driver = ReferenceDriver(cfg)
+    try:
+        driver.group.insert(list(cfg.requests[0]))
+        driver.group.write_dma_done(0)
+        driver.group.writing_check()
+        rank = driver.group.ranks[0]
+        node = next((n for n in rank.tree.nodes() if n.host == "resident"), None)
+        if node is None or driver.group.verify():
+            return f"before the fault: no host copy, or {driver.group.verify()}"
+        slot = node.host_slots[0]
+        rank.host_pool.free([slot])
+        problems = driver.group.verify()
+    finally:
+        driver.close()
+    free_owned = [p for p in problems if "owned but free (use after free)" in p]
+    leaks = [p for p in problems if "(leak)" in p]
+    if not free_owned or leaks:
+        return f"a host slot freed under its owner is not reported as a use after free (only): {problems}"
+    return ""
+
+
 def scenarios():
     return [("a stopped peer under the default timeouts", stall_under_default_timeouts),
             ("a device page overwritten under a resident node", device_page_corrupted),
+            ("a host slot freed under its owner", host_slot_freed_under_its_owner),
             ("a stopped rank 0 beside a failed rank 1", lambda: verdict_faults.stall_beside_a_long_failure(stopped=0))]
 

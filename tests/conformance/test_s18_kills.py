@@ -118,13 +118,16 @@ KILLS = [
     ("a three-page prefetch retired over a page inserted meanwhile", "Prefetch", "check_prefetch_progress",
      "mt.PREFETCHED, (completed - have)", "mt.PREFETCHED, (completed >> have)",
      "went up by 1 in check_prefetch_progress(op=0), the spec's state change says 2"),  # prefetch.py:156 (seed 16)
+    ("a mirror-release plan of two pages for a one-page deficit, another candidate left", "StoragePath", "_prepare_plan",
+     "if pages >= want:", "if pages == want:", 'release_plan ["1/2"] -> ["1/2","3"]'),  # storage_path.py:213 (seed 16)
 ]
 
 
 def _impl_class(name: str):
-    from tiercheck.impl.hicache import eviction, prefetch, write_path
+    from tiercheck.impl.hicache import eviction, prefetch, storage_path, write_path
 
-    return {"Eviction": eviction.Eviction, "Prefetch": prefetch.Prefetch, "WritePath": write_path.WritePath}[name]
+    return {"Eviction": eviction.Eviction, "Prefetch": prefetch.Prefetch, "StoragePath": storage_path.StoragePath,
+            "WritePath": write_path.WritePath}[name]
 
 
 @pytest.mark.parametrize("unit, cls, method, old, new, said", KILLS, ids=[x[0] for x in KILLS])
@@ -146,11 +149,24 @@ def test_a_self_check_that_skips_device_copies_is_caught(monkeypatch, capsys):
     assert "is not reported" in capsys.readouterr().out
 
 
-def test_a_prefetch_timer_off_seed_004s_rule_is_caught(monkeypatch, capsys):
-    # config.py:154 (seed 16): page_size / 1024 * per_ki_token -> % per_ki_token
+def test_a_self_check_that_calls_a_use_after_free_a_leak_too_is_caught(monkeypatch, capsys):
+    # observe.py:151 (seed 16): leaked = allocated ^ seen also lists the owned free slots
+    from tiercheck.impl.hicache.observe import Inspect
+
+    name = "fault a host slot freed under its owner"
+    assert _run(name)
+    made = recompiled(Inspect._ownership, "allocated - seen", "allocated ^ seen")
+    monkeypatch.setattr(Inspect, "_ownership", made["_ownership"])  # the staticmethod, decorator and all
+    assert not _run(name)
+    assert "are allocated but owned by nobody (leak)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("old, new", [("/ 1024 * self", "/ 1024 % self"), ("self.layout.page_size / 1024", "self.layout.page_size * 1024")])
+def test_a_prefetch_timer_off_seed_004s_rule_is_caught(old, new, monkeypatch, capsys):
+    # config.py:154 (seed 16): page_size / 1024 * per_ki_token -> % per_ki_token, or * 1024
     from tiercheck.impl.hicache.config import HiCacheConfig
 
-    made = recompiled(HiCacheConfig.timeout_per_page.fget, "/ 1024 * self", "/ 1024 % self")
+    made = recompiled(HiCacheConfig.timeout_per_page.fget, old, new)
     monkeypatch.setattr(HiCacheConfig, "timeout_per_page", made["timeout_per_page"])  # the property, decorator and all
     name = "auto timer wt-prefetch-timeout-2r"
     assert not MS.run_unit(name, dict(MS.auto_units(1))[name])
