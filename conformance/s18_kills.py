@@ -58,7 +58,7 @@ from tiercheck.spec.write_path import insert_device_need
 from tiercheck.spec.state import HOST_RESIDENT, live_nodes, node_len
 from tiercheck.spec.state import RESIDENT as DEV_RESIDENT
 
-from .situations import Situation
+from .situations import Situation, _lane_short, _lane_short_insert
 
 DEFAULT_COLLECTIVE_TIMEOUT = 10.0  # GlooHiCache's documented default (its docstring)
 
@@ -127,6 +127,9 @@ SITUATIONS = (
     Situation("a mirror-release plan of two pages for a one-page deficit, another candidate left", "wt-mirror-1r", (),
               _plan_past_its_deficit, overrides=(("requests", ((1, 2), (3,))), ("device_pages", 3), ("host_pages", 3),
                                                  ("host_free_target", 1), ("faults", frozenset()))),
+    Situation("an insert short of CP lane 1 only, two lanes over four pages", "cp-planner-lanes-2r", (),
+              _lane_short_insert, _lane_short,
+              overrides=(("requests", ((1, 2), (1, 5), (1, 6))), ("device_pages", 4))),
 )
 
 

@@ -120,13 +120,15 @@ KILLS = [
      "went up by 1 in check_prefetch_progress(op=0), the spec's state change says 2"),  # prefetch.py:156 (seed 16)
     ("a mirror-release plan of two pages for a one-page deficit, another candidate left", "StoragePath", "_prepare_plan",
      "if pages >= want:", "if pages == want:", 'release_plan ["1/2"] -> ["1/2","3"]'),  # storage_path.py:213 (seed 16)
+    ("an insert short of CP lane 1 only, two lanes over four pages", "CpLoadBack", "lane_capacity",
+     "1 if lane < r", "1 if lane is not r", "+ node 1/6"),  # cp_load.py:55 (seed 16)
 ]
 
 
 def _impl_class(name: str):
-    from tiercheck.impl.hicache import eviction, prefetch, storage_path, write_path
+    from tiercheck.impl.hicache import cp_load, eviction, prefetch, storage_path, write_path
 
-    return {"Eviction": eviction.Eviction, "Prefetch": prefetch.Prefetch, "StoragePath": storage_path.StoragePath,
+    return {"CpLoadBack": cp_load.CpLoadBack, "Eviction": eviction.Eviction, "Prefetch": prefetch.Prefetch, "StoragePath": storage_path.StoragePath,
             "WritePath": write_path.WritePath}[name]
 
 
