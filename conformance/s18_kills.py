@@ -41,6 +41,16 @@
   inserted while the read runs): the prefetched counter counts the two pages the tree
   gains (completed - have); before, every retired prefetch had have = 0 or two pages,
   where ``completed >> have`` gives the same count.
+- a mirror-release plan covered by its first candidate, two pages for a one-page deficit,
+  with another candidate left (wt-mirror-1r): the plan stops once it covers the deficit
+  (storage_path.py's ``pages >= want`` read as ``pages == want`` went on past it); every
+  plan before covered its deficit exactly.
+- an insert short of CP lane 1 only, two lanes over four device pages (cp-planner-lanes-2r:
+  (1, 2) and (1, 5) fill lane 1 while lane 0 keeps a free page, then (1, 6) needs lane 1):
+  the spec refuses it; each lane holds device_pages // cp_lanes pages, the first
+  device_pages % cp_lanes one more (cp_load.py's ``lane < r`` read as ``lane is not r``
+  gave lane 1 a third page here). The units before had lane shortfalls only where the
+  two readings agree (three device pages over two lanes) or on lane 0.
 """
 
 from __future__ import annotations
@@ -50,14 +60,13 @@ import signal
 import time
 
 from tiercheck.models import model_file
+from tiercheck.spec.state import HOST_RESIDENT, live_nodes, node_len
+from tiercheck.spec.state import RESIDENT as DEV_RESIDENT
+from tiercheck.spec.storage_path import release_candidates
+from tiercheck.spec.write_path import insert_device_need
 
 from . import verdict_faults
 from .reference import ReferenceDriver, impl_config
-from tiercheck.spec.storage_path import release_candidates
-from tiercheck.spec.write_path import insert_device_need
-from tiercheck.spec.state import HOST_RESIDENT, live_nodes, node_len
-from tiercheck.spec.state import RESIDENT as DEV_RESIDENT
-
 from .situations import Situation, _lane_short, _lane_short_insert
 
 DEFAULT_COLLECTIVE_TIMEOUT = 10.0  # GlooHiCache's documented default (its docstring)
@@ -164,7 +173,7 @@ def stall_under_default_timeouts() -> str:
 
 def device_page_corrupted() -> str:
     """wt-1r: request 0 inserted (device resident), its first device page overwritten:
-    the self-check must report the device pool's page, and only that."""
+    the self-check must name the device pool's page."""
     cfg = model_file.load("wt-1r").config
     driver = ReferenceDriver(cfg)
     try:
