@@ -195,10 +195,11 @@ def _twin_departs(cfg, actions, variant, probes=()) -> str:
     on ``actions``: the first step whose refined state differs, or whose write-rejection
     counters differ from what the spec's step rejects (replicas the bug diverged disagree
     on what to stage), or whose broken invariants and step properties differ (judged on
-    the whole refined states, history fields included), or a crash ("": none). Only states, invariants and
-    those counters: its bytes are checked apart. The indices in
+    the whole refined states, history fields included), or whose reclaim digest pair is
+    not of the spec's encoding (tiercheck.conformance.wire_digest), or a crash ("": none).
+    Only states, invariants, those counters and the digest pair: its bytes are checked apart. The indices in
     ``probes`` are steps the spec disables there: the reference must not move either."""
-    from tiercheck.conformance import counters  # imports the implementation: after the map's tracer starts
+    from tiercheck.conformance import counters, wire_digest  # imports the implementation: after the map's tracer starts
 
     model, driver = Model(cfg), driver_factory("reference", cfg, {variant})()
     s = model.init_states()[0]
@@ -227,6 +228,7 @@ def _twin_departs(cfg, actions, variant, probes=()) -> str:
                 return (f"step {i} ({a}): the spec with the bug breaks {broken[0] or 'no invariant'}, "
                         f"the implementation's refined state {broken[1] or 'none'}")
             lines = counters.rejection_problems(model, before, a, was, now, got)
+            lines += wire_digest.problems(model, driver.group.snapshot(store=False))
             if lines:
                 return f"step {i} ({a}): " + "; ".join(lines)
             was = now
@@ -238,7 +240,9 @@ def _twin_departs(cfg, actions, variant, probes=()) -> str:
 def variant_units():
     """(name, run) per catalogued bug: the implementation with the bug on must disagree on the
     shortest trace where the bug shows (breadth-first over spec x spec-mutant pairs on the
-    bug's own model, models/library/variants), with a state difference at its last step.
+    bug's own model, models/library/variants), with a state difference at its last step,
+    or earlier a problem its own reports show (verify: e.g. negated-pair-overflow's digests
+    leave the fixed encoding's range at the first fold, before the ranks' states part).
     This is the kill matrix's claim on its cheapest trace, and what reaches the
     implementation's bug branches. The same trace against the spec with the bug on must
     agree state for state (the twin: the implementation's bug is the spec's), which checks
@@ -258,8 +262,11 @@ def variant_units():
                 return False
             mm = _replayed(base, short, name)
             # As every catalogued bug shows: a state difference after the trace's last step
-            # (not earlier, not a crash of the implementation).
-            caught = mm is not None and mm.kind == "state" and mm.step == len(short) - 1
+            # (not earlier, not a crash of the implementation), or a reported problem
+            # (verify's "bytes" kind) at or before it.
+            last = len(short) - 1
+            caught = mm is not None and ((mm.kind == "state" and mm.step == last)
+                                         or (mm.kind == "bytes" and mm.step <= last))
             if not caught:
                 print(f"variant {name}: on its shortest trace ({len(short)} steps) the implementation with "
                       f"the bug on gives {'no disagreement' if mm is None else f'{mm.kind} at step {mm.step}: {mm.message}'}")
