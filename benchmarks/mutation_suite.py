@@ -199,7 +199,7 @@ def _twin_departs(cfg, actions, variant, probes=()) -> str:
     not of the spec's encoding (tiercheck.conformance.wire_digest), or a crash ("": none).
     Only states, invariants, those counters and the digest pair: its bytes are checked apart. The indices in
     ``probes`` are steps the spec disables there: the reference must not move either."""
-    from tiercheck.conformance import counters, wire_digest  # imports the implementation: after the map's tracer starts
+    from tiercheck.conformance import counters  # imports the implementation: after the map's tracer starts
 
     model, driver = Model(cfg), driver_factory("reference", cfg, {variant})()
     s = model.init_states()[0]
@@ -228,7 +228,7 @@ def _twin_departs(cfg, actions, variant, probes=()) -> str:
                 return (f"step {i} ({a}): the spec with the bug breaks {broken[0] or 'no invariant'}, "
                         f"the implementation's refined state {broken[1] or 'none'}")
             lines = counters.rejection_problems(model, before, a, was, now, got)
-            lines += wire_digest.problems(model, driver.group.snapshot(store=False))
+            lines += driver.digest_problems()  # of the snapshot state() just took
             if lines:
                 return f"step {i} ({a}): " + "; ".join(lines)
             was = now

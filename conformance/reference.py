@@ -189,7 +189,7 @@ class ReferenceDriver:
             out += counters.returned_problems(self.model, self._spec_before, self._spec_now, self._action,
                                               self._returned)
         self._action = None
-        out += wire_digest.problems(self.model, snaps)
+        out += wire_digest.problems(self.model, snaps)  # the snapshot state() took, or a fresh one
         if self._last_fresh and self.model.cfg.victim_order != "lru":
             # match_prefix refreshes the access order it walks: unobservable unless LRU orders victims.
             out += match_problems(self.model, self._spec_now, self.group)
@@ -209,6 +209,11 @@ class ReferenceDriver:
             self._counters[r] = dict(m)
         self._checked = self._last_fresh  # the next step's before: this state, these counters
         return out
+
+    def digest_problems(self) -> list:
+        """The reclaim digest pairs of the snapshot the last state() took, against the
+        spec's encoding (tiercheck.conformance.wire_digest)."""
+        return wire_digest.problems(self.model, self._last or [])
 
     def close(self) -> None:
         try:

@@ -11,6 +11,11 @@ import pytest
 from tiercheck.conformance import s18_kills as k
 from tiercheck.conformance import wire_digest
 from tiercheck.impl.hicache import digest as impl_digest
+from tiercheck.impl.hicache.cp_load import CpLoadBack
+from tiercheck.impl.hicache.eviction import Eviction
+from tiercheck.impl.hicache.prefetch import Prefetch
+from tiercheck.impl.hicache.storage_path import StoragePath
+from tiercheck.impl.hicache.write_path import WritePath
 from tiercheck.models import model_file
 from tiercheck.spec import digest as spec_digest
 
@@ -116,30 +121,22 @@ def test_the_overflow_variant_may_send_the_most_negative_value():
 
 # (situation, class, method, original text, mutant text, what the failing unit prints)
 KILLS = [
-    ("a two-page duplicate reclaimed for a one-page need, another left", "Eviction", "_reclaim_duplicates",
+    ("a two-page duplicate reclaimed for a one-page need, another left", Eviction, "_reclaim_duplicates",
      "if freed >= need:", "if freed is need:", "duplicate_registry"),  # eviction.py:164 (seed 16)
-    ("an insert evicting two two-token pages for itself", "WritePath", "insert",
+    ("an insert evicting two two-token pages for itself", WritePath, "insert",
      "* self.layout.page_size)", "/ self.layout.page_size)", "device_free 0 -> 1"),  # write_path.py:56 (seed 16)
-    ("a three-page prefetch retired over a page inserted meanwhile", "Prefetch", "check_prefetch_progress",
+    ("a three-page prefetch retired over a page inserted meanwhile", Prefetch, "check_prefetch_progress",
      "mt.PREFETCHED, (completed - have)", "mt.PREFETCHED, (completed >> have)",
      "went up by 1 in check_prefetch_progress(op=0), the spec's state change says 2"),  # prefetch.py:156 (seed 16)
-    ("a mirror-release plan of two pages for a one-page deficit, another candidate left", "StoragePath", "_prepare_plan",
+    ("a mirror-release plan of two pages for a one-page deficit, another candidate left", StoragePath, "_prepare_plan",
      "if pages >= want:", "if pages == want:", 'release_plan ["1/2"] -> ["1/2","3"]'),  # storage_path.py:213 (seed 16)
-    ("an insert short of CP lane 1 only, two lanes over four pages", "CpLoadBack", "lane_capacity",
+    ("an insert short of CP lane 1 only, two lanes over four pages", CpLoadBack, "lane_capacity",
      "1 if lane < r", "1 if lane is not r", "+ node 1/6"),  # cp_load.py:55 (seed 16)
 ]
 
 
-def _impl_class(name: str):
-    from tiercheck.impl.hicache import cp_load, eviction, prefetch, storage_path, write_path
-
-    return {"CpLoadBack": cp_load.CpLoadBack, "Eviction": eviction.Eviction, "Prefetch": prefetch.Prefetch, "StoragePath": storage_path.StoragePath,
-            "WritePath": write_path.WritePath}[name]
-
-
 @pytest.mark.parametrize("unit, cls, method, old, new, said", KILLS, ids=[x[0] for x in KILLS])
 def test_a_situation_kills_its_mutant(unit, cls, method, old, new, said, monkeypatch, capsys):
-    cls = _impl_class(cls)
     monkeypatch.setattr(cls, method, recompiled(getattr(cls, method), old, new)[method])
     assert not _run(f"situation {unit}")
     assert said in capsys.readouterr().out
