@@ -413,6 +413,13 @@ def s18_kills_units():
     return module_units(s18_kills)
 
 
+def s19_kills_units():
+    """(name, run) per unit of tiercheck.conformance.s19_kills (survivors killed in session 19)."""
+    from tiercheck.conformance import s19_kills  # imports the implementation: after the map's tracer starts
+
+    return module_units(s19_kills)
+
+
 def s12_kills_ku2_units():
     """(name, run) per unit of tiercheck.conformance.s12_kills_ku2 (seed-12 survivors killed in session 14 by kU2: a situation and a twin situation)."""
     from tiercheck.conformance import s12_kills_ku2  # imports the implementation: after the map's tracer starts
@@ -506,6 +513,7 @@ def units(args):
         out += s13_kills_kb_units()
         out += s14_kills_units()
         out += s18_kills_units()
+        out += s19_kills_units()
     out += tour_units() + tour_units("gloo", GLOO_TOURS, GLOO_TRACES) + mooncake_units() + fault_units()
     if args.unit:  # a part of the suite, by unit name (a map of it says what that part reaches)
         out = [(name, run) for name, run in out if any(u in name for u in args.unit)]

@@ -132,6 +132,10 @@ def shrink(model, still_fails: Callable[[list], bool], actions: list, time_budge
         return model.kind(a) == LOCAL and a.get("rank") is not None
 
     def one_pass() -> bool:
+        # 0. steps after the failure: dropped first, so that a budget cut short still
+        #    leaves a trace that ends where the implementation departs
+        while len(best) > 1 and attempt(best[:-1]):
+            pass
         states = spec_states(model, best)
         # 1. loops
         seen = {}

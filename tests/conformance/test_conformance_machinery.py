@@ -24,7 +24,7 @@ from tiercheck.spec.variants import VARIANTS
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_every_spec_mutant_is_killed_and_its_file_replays(name, tmp_path):
-    cfg, stats = kill("spec", name, tmp_path, examples=300, shrink_budget=20)
+    cfg, stats = kill("spec", name, tmp_path, examples=300, shrink_budget=10)
     assert stats["steps_after_shrink"] <= stats["steps_before_shrink"]
     trace = read_trace(stats["file"])
     assert len(trace.actions) == stats["steps_after_shrink"]

@@ -22,7 +22,7 @@ HICACHE_VARIANTS = sorted(n for n, v in VARIANTS.items() if v.impl)  # planner-l
 
 @pytest.mark.parametrize("name", HICACHE_VARIANTS)
 def test_kill_matrix(name, tmp_path):
-    _cfg, stats = kill("reference", name, tmp_path, examples=200, shrink_budget=15)
+    _cfg, stats = kill("reference", name, tmp_path, examples=200, shrink_budget=8)
     assert read_trace(stats["file"]).actions == stats["shrunk_actions"]
 
 

@@ -44,5 +44,5 @@ def test_random_runs_conform_under_wait_complete():
     """Prefetch termination by the MAX vote of the wait_complete stop policy (2 ranks)."""
     cfg = model_file.load("wt-prefetch-wait-2r").config
     stats = {}
-    machine.run(lambda: ReferenceDriver(cfg), examples=20, steps=40, seed=3, stats=stats)
-    assert stats["examples"] >= 20
+    machine.run(lambda: ReferenceDriver(cfg), examples=10, steps=40, seed=3, stats=stats)
+    assert stats["examples"] >= 10

@@ -63,7 +63,7 @@ def _run(job):
         return pool.apply(_job, (job,))
 
 
-@pytest.mark.parametrize("action", ["lock_request", "writing_check"])
+@pytest.mark.parametrize("action", [pytest.param("lock_request", marks=pytest.mark.slow), "writing_check"])
 def test_wrong_cores_fall_back_to_the_whole_queries_with_the_same_verdicts(action, table):
     job = next(j for j in _jobs([action], (), 2, True) if j[1] == "unbounded")
     stored, _cpu, info = _run(job)

@@ -41,10 +41,11 @@ def _steps(m, n=6, seeds=10, steps=30):
     return out[:: max(1, len(out) // n)][:n]
 
 
+@pytest.mark.parametrize("n", [1, pytest.param(3, marks=pytest.mark.slow)])  # each step's check costs seconds
 @pytest.mark.parametrize("name", [n if n != "wb-evicts-2r" else pytest.param(n, marks=pytest.mark.slow) for n in MODELS])
-def test_evicting_steps_are_behaviours_with_the_spec_values(name):
+def test_evicting_steps_are_behaviours_with_the_spec_values(name, n):
     m = model(name)
-    steps = _steps(m, n=3)  # three spread over the walks' evicting steps: each check costs seconds
+    steps = _steps(m, n=n)  # spread over the walks' evicting steps
     assert steps, f"{name}: no step evicts by itself"
     for s, a, t in steps:
         for r in range(m.cfg.ranks):
