@@ -1,5 +1,6 @@
 """Units for mutation survivors worked in session 19: the implementation's two teardown
-bounds, which only wall-clock time showed until now.
+bounds, which only wall-clock time showed until now, and the write-back size on
+diverged replicas, which the spec now charges per rank.
 
 - (fault) flush() with its default timeout while a store call hangs (wt-storage-1r in auto
   mode, the first backup write blocked): it gives up once its clock passes the documented
@@ -16,6 +17,10 @@ bounds, which only wall-clock time showed until now.
   None and op.worker is not self.prefetch_worker`` read with ``or``) doubles the wait on
   a hung call, and a bound of 31 s (or 29) is not the documented one. In manual mode
   each read has a worker of its own, closed with the same bound.
+- (fault) a real Mooncake master and two ranks with MooncakeStorage's defaults: the
+  master's metrics show the two 16 MiB segments the ranks mount (storage_setup.py's
+  ``segment_bytes: int = 16 << 20`` read as 17 << 20 offered 2 MiB more; no unit fills a
+  store). Skipped, like the Mooncake tours, where Mooncake is not installed.
 """
 
 from __future__ import annotations
@@ -28,12 +33,16 @@ from dataclasses import dataclass, field
 from tiercheck.impl.hicache import FileStorage, LockstepHiCache
 from tiercheck.impl.storage import FaultyBackend
 from tiercheck.models import model_file
+from tiercheck.spec.eviction import _leaf_on
+from tiercheck.spec.state import ABSENT, node_len
 
 from .reference import impl_config
+from .situations import Situation
 
-DEFAULT_FLUSH_TIMEOUT = 60.0  # HiCacheGroup.flush's documented default (docs/plugging-in.md)
-CLOSE_JOIN_BOUND = 30.0  # HiCacheRank.close: the wait for each worker's thread
+DEFAULT_FLUSH_TIMEOUT = 60.0  # HiCacheGroup.flush's documented default (its docstring)
+CLOSE_JOIN_BOUND = 30.0  # HiCacheRank.close's documented wait for each worker's thread (its docstring)
 CLOCK_TICK = 0.5  # the scenario clock's step per call
+MOONCAKE_SEGMENT_BYTES = 16 << 20  # MooncakeStorage's documented segment per rank (its docstring)
 
 
 class _ScenarioClock:
@@ -152,6 +161,91 @@ def close_joins_each_worker_once() -> str:
     return _close_with_a_read_in_flight(False) or _close_with_a_read_in_flight(True)
 
 
+def _master_capacity(master) -> int | None:
+    """The master's ``master_total_capacity_bytes`` (its Prometheus metrics page)."""
+    import urllib.request
+
+    url = master.health_url.rsplit("/", 1)[0] + "/metrics"
+    with urllib.request.urlopen(url, timeout=10) as page:
+        for line in page.read().decode().splitlines():
+            if line.startswith("master_total_capacity_bytes "):
+                return int(float(line.split()[1]))
+    return None
+
+
+def mooncake_segments_of_the_documented_size() -> str:
+    """wt-storage-2r on a real Mooncake master, every MooncakeStorage size left at its
+    default: each rank's client mounts one segment of the documented 16 MiB, which is
+    what the master then offers in all (its metrics' total capacity)."""
+    from tiercheck.errors import UserError
+    from tiercheck.impl.hicache import MooncakeStorage
+    from tiercheck.impl.storage.mooncake import load_store_class
+    from tiercheck.impl.storage.mooncake_master import MooncakeMaster, find_master_binary
+
+    try:
+        load_store_class()
+    except UserError:
+        return ""  # no Mooncake here: the mooncake units skip the same way
+    if find_master_binary() is None:
+        return ""
+    cfg = model_file.load("wt-storage-2r").config
+    master = MooncakeMaster().start()
+    try:
+        group = LockstepHiCache(impl_config(cfg), cfg.ranks, MooncakeStorage(master.address, health_url=master.health_url))
+        try:
+            total = _master_capacity(master)
+        finally:
+            group.close()
+    finally:
+        master.stop()
+    want = cfg.ranks * MOONCAKE_SEGMENT_BYTES
+    if total != want:
+        return (f"the master offers {total} bytes for {cfg.ranks} ranks' default segments, "
+                f"not {cfg.ranks} x {MOONCAKE_SEGMENT_BYTES >> 20} MiB = {want}")
+    return ""
+
+
 def scenarios():
     return [("flush at its default deadline", flush_gives_up_at_its_default_deadline),
-            ("close joins each storage worker once", close_joins_each_worker_once)]
+            ("close joins each storage worker once", close_joins_each_worker_once),
+            ("Mooncake segments of the documented size", mooncake_segments_of_the_documented_size)]
+
+
+def _both_write_rank_0_longer(m, s, a, t) -> bool:
+    """A write_back eviction both ranks must write, rank 0's node longer than rank 1's
+    under the same end page, with less host room on some rank than rank 0's length."""
+    if a.name != "evict" or t == s:
+        return False
+    e = a["node"]
+    if not all(e < len(rs.nodes) and _leaf_on(m, rs, e, False) and rs.nodes[e].host == ABSENT for rs in s.ranks):
+        return False
+    lengths = [node_len(m.pages, rs, e) for rs in s.ranks]
+    return lengths[0] > lengths[1] and min(rs.host_free for rs in s.ranks) < lengths[0]
+
+
+def _staged_apart(m, s, a, t) -> bool:
+    """An insert after which the ranks' newest staged writes are different nodes (end pages)."""
+    if a.name != "insert":
+        return False
+    new = [rt.wq[len(rs.wq):] for rs, rt in zip(s.ranks, t.ranks)]
+    return all(new) and len({w[-1][1] for w in new}) > 1
+
+
+# Diverged replicas (digest-unchecked lets duplicate reclaim drift): both ranks must write
+# the victim, rank 0's node longer. Every rank asks for the lowest writing rank's length
+# (one MIN of (rank, pages) packed into an int64) and takes its own node's pages; the
+# spec charged every rank the asked-for length until session 19. A packing that drops the
+# rank (eviction.py's ``rank << 32`` read as ``rank >> 32``) asks for the shorter length.
+TWIN_SITUATIONS = (
+    Situation("digest-unchecked evicting a node both ranks must write, rank 0's longer", "variants/digest-unchecked",
+              (), _both_write_rank_0_longer,
+              overrides=(("requests", ((1, 2), (1, 2, 3, 4), (1, 2, 3, 4, 5, 6))), ("device_pages", 6),
+                         ("host_pages", 4))),
+    # partial-backup-leak: each rank stages what it alone decided, so the ranks' write
+    # lists can name different nodes at the same place; each rank stages its own node of
+    # its own length (the spec staged the first wanting rank's node on every rank until
+    # session 19: situations.py's "a prefetch the diverged replicas anchor differently"
+    # had to avoid this).
+    Situation("partial-backup-leak staging different nodes on the two ranks", "variants/partial-backup-leak", (),
+              _staged_apart, overrides=(("requests", ((1,), (1, 2), (3,))), ("device_pages", 3))),
+)

@@ -703,9 +703,9 @@ TWIN_SITUATIONS = (
     # Rank 1's backup of page 1 fails, rank 0's lands (committed once rank 1 acks a
     # backup of page 3): rank 0 keeps page 1 as a host-only node once it leaves the
     # device, rank 1 drops it; with one writer, rank 1's hit query finds it in the store.
-    # (Request (1, 2) is not inserted before: the spec's bug stages rank 0's node on
-    # every rank, which departs from the implementation once the ranks want different
-    # nodes at the same place of their lists.)
+    # (Request (1, 2) is not inserted before: until session 19 the spec's bug staged rank
+    # 0's node on every rank, which departed from the implementation once the ranks wanted
+    # different nodes at the same place of their lists; s19_kills has that twin now.)
     Situation("a prefetch the diverged replicas anchor differently", "variants/partial-backup-leak", (),
               _diverged_anchors, _prefetch_diverged,
               overrides=(("requests", ((1,), (1, 2), (3,))), ("storage", True), ("prefetch", True),

@@ -122,9 +122,16 @@ def evict_nodes(m, ranks, victims, failing=frozenset(), forced=None):
         return [_evict_one(m, rs, v, f) for rs, v, f in zip(ranks, victims, forced)]
     # write_back: write_backup(node, write_back=True), the blocking writing_check, then
     # demote. A write that cannot get host slots leaves the node on the device.
-    holder = needs_write.index(True)
-    need = node_len(m.pages, ranks[holder], victims[holder])
+    # The host room asked for: the lowest writing rank's node length on every rank, agreed
+    # by one MIN of (rank, pages) (replicas agree on it unless they diverged); each writing
+    # rank then takes and charges its own node's pages. partial-backup-leak: each rank
+    # asks for its own, alone.
     agree = not cfg.has("partial-backup-leak")
+    if agree:
+        holder = needs_write.index(True)
+        need = node_len(m.pages, ranks[holder], victims[holder])
+    else:
+        need = tuple(node_len(m.pages, rs, v) if nw else 0 for rs, v, nw in zip(ranks, victims, needs_write))
     ranks, oks = allocate_host(m, ranks, need, failing, agree, cfg.evict_host_shortfall)
     for r, rs in enumerate(ranks):
         e = victims[r]
@@ -136,7 +143,7 @@ def evict_nodes(m, ranks, victims, failing=frozenset(), forced=None):
                 ranks[r] = _delete(m, rs, e)  # drop_subtree_no_host
             continue
         n = rs.nodes[e]
-        rs = rs._replace(host_free=rs.host_free - need)
+        rs = rs._replace(host_free=rs.host_free - node_len(m.pages, rs, e))
         rs = slots.take(m, rs, "h", m.pages.chain(n.start, e))
         rs = set_node(rs, e, n._replace(host=HOST_RESIDENT, href=n.href + int(cfg.storage)))
         rs = register_duplicate(m, rs, e)  # backup ack: a duplicate birth point

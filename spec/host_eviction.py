@@ -99,9 +99,11 @@ def evict_host(m, rs: RankState, need: int) -> RankState:
     return rs
 
 
-def allocate_host(m, ranks, need: int, failing=frozenset(), agree=True, shortfall=False):
+def allocate_host(m, ranks, need, failing=frozenset(), agree=True, shortfall=False):
     """Host allocation for ``need`` pages on every rank, with evict_host as the fallback.
 
+    ``need``: a number of pages, or one per rank (each rank asks for its own node's
+    length: replicas that diverged may hold nodes of different lengths under one key).
     Returns (ranks, ok per rank); the caller takes the pages where ok. ``failing`` are the
     ranks whose pinned allocation fails this time (the alloc_asymmetry fault). In the fixed
     protocol the outcome is agreed (a MIN all-reduce of the local results) before and after
@@ -110,23 +112,25 @@ def allocate_host(m, ranks, need: int, failing=frozenset(), agree=True, shortfal
     evict_host_shortfall): the fallback asks evict_host for what is missing, not ``need``.
     """
     ranks = list(ranks)
+    needs = list(need) if isinstance(need, (tuple, list)) else [need] * len(ranks)
 
     def local_ok(i):
-        return i not in failing and ranks[i].host_free >= need
+        return i not in failing and ranks[i].host_free >= needs[i]
 
-    def evict(rs):
-        return evict_host(m, rs, max(0, need - rs.host_free) if shortfall else need)
+    def evict(i):
+        rs = ranks[i]
+        return evict_host(m, rs, max(0, needs[i] - rs.host_free) if shortfall else needs[i])
 
     if agree:
         if all(local_ok(i) for i in range(len(ranks))):
             return ranks, [True] * len(ranks)
-        ranks = [evict(rs) for rs in ranks]
+        ranks = [evict(i) for i in range(len(ranks))]
         ok = all(local_ok(i) for i in range(len(ranks)))
         return ranks, [ok] * len(ranks)
     oks = []
     for i in range(len(ranks)):
         if not local_ok(i):
-            ranks[i] = evict(ranks[i])
+            ranks[i] = evict(i)
         oks.append(local_ok(i))
     return ranks, oks
 

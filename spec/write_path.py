@@ -156,24 +156,27 @@ def write_backup(m, ranks, per_rank_nodes, failing=frozenset()):
         if all(e is None for e in wanted):
             break
         end = next(e for e in wanted if e is not None)
-        need = node_len(m.pages, ranks[wanted.index(end)], end)
         if agree and any(e != end for e in wanted):
             oks = [False] * len(ranks)  # replicas disagree on what to stage: nobody does
         else:
+            # each rank asks for its own node's length (replicas that diverged may hold
+            # nodes of different lengths under one key); the outcome is agreed
+            need = tuple(0 if e is None else node_len(m.pages, rs, e) for rs, e in zip(ranks, wanted))
             ranks, oks = allocate_host(m, ranks, need, failing, agree, cfg.evict_host_shortfall)
         for r, rs in enumerate(ranks):
-            if wanted[r] is None:
+            e = wanted[r]  # == end where the outcome is agreed; partial-backup-leak: its own
+            if e is None:
                 continue
             if not oks[r]:
                 stopped[r] = cfg.backup_chain
                 continue
-            n = rs.nodes[end]
-            rs = rs._replace(host_free=rs.host_free - need, wq=rs.wq + ((n.start, end),))
-            rs = slots.take(m, rs, "h", m.pages.chain(n.start, end))
+            n = rs.nodes[e]
+            rs = rs._replace(host_free=rs.host_free - node_len(m.pages, rs, e), wq=rs.wq + ((n.start, e),))
+            rs = slots.take(m, rs, "h", m.pages.chain(n.start, e))
             if cfg.backup_path_lock:
-                ranks[r] = lock_path(m, set_node(rs, end, n._replace(host=WRITING)), end, +1)
+                ranks[r] = lock_path(m, set_node(rs, e, n._replace(host=WRITING)), e, +1)
             else:
-                ranks[r] = set_node(rs, end, n._replace(host=WRITING, lock=n.lock + 1))
+                ranks[r] = set_node(rs, e, n._replace(host=WRITING, lock=n.lock + 1))
     return tuple(ranks)
 
 

@@ -89,10 +89,10 @@ EvictLeaf(rs, e) ==
 EvictOne(rs, e, forced) == IF LeafOn(rs, e, forced) THEN EvictLeaf(rs, e) ELSE rs
 
 \* write_back: stage the node to host (blocking writing_check), then demote.
-StageAndDemote(rs, e, need) ==
+StageAndDemote(rs, e) ==
     LET n == rs.nodes[e]
         rs1 == [TakeSlots(rs, "h", NodePages(rs, e))
-                EXCEPT !.host_free = @ - need,
+                EXCEPT !.host_free = @ - NodeLen(rs, e),
                        !.nodes[e] = [n EXCEPT !.host = HOST_RESIDENT,
                                                  !.href = @ + (IF Storage THEN 1 ELSE 0)]]
         rs2 == RegisterDuplicate(rs1, e)
@@ -110,19 +110,23 @@ Unbacked(rs, e) == IF WbDropUnbacked /\ Droppable(rs, e) THEN Delete(rs, e) ELSE
 
 \* One device eviction on every rank (spec/eviction.py evict_nodes): rank r evicts leaf
 \* victims[r] (-1: none), forced[r] whatever its lock.  Under write_back a victim without
-\* a host copy is staged first, with an agreed host allocation.
+\* a host copy is staged first, with an agreed host allocation: every rank asks for the
+\* lowest writing rank's node length and takes its own node's (partial-backup-leak: each
+\* rank asks for its own, alone).
 EvictNodes(rks, victims, fail, forced) ==
     LET needsWrite == TLCEval([r \in RankIds |-> /\ LeafOn(rks[r], victims[r], forced[r])
                                                  /\ rks[r].nodes[victims[r]].host = ABSENT])
     IN  IF ~(WriteBack /\ \E r \in RankIds : needsWrite[r])
         THEN TLCEval([r \in RankIds |-> EvictOne(rks[r], victims[r], forced[r])])
         ELSE LET holder == Min({r \in RankIds : needsWrite[r]})
-                 need == NodeLen(rks[holder], victims[holder])
-                 alloc == AllocateHost(rks, need, fail, ~Has("partial-backup-leak"))
+                 agree == ~Has("partial-backup-leak")
+                 need == IF agree THEN [r \in RankIds |-> NodeLen(rks[holder], victims[holder])]
+                         ELSE [r \in RankIds |-> IF needsWrite[r] THEN NodeLen(rks[r], victims[r]) ELSE 0]
+                 alloc == AllocateHost(rks, need, fail, agree)
              IN  TLCEval([r \in RankIds |->
                             IF ~needsWrite[r] THEN EvictOne(alloc[1][r], victims[r], forced[r])
                             ELSE IF ~alloc[2][r] THEN Unbacked(alloc[1][r], victims[r])
-                            ELSE StageAndDemote(alloc[1][r], victims[r], need)])
+                            ELSE StageAndDemote(alloc[1][r], victims[r])])
 
 \* The evict action names the same node on every rank.
 EvictEffect(e, fail) == EvictNodes(ranks, [r \in RankIds |-> e], fail, [r \in RankIds |-> FALSE])
@@ -269,10 +273,10 @@ InsertOnRank(rs, req) ==
         ELSE << TouchLru(rs1, met), w[2] >>
 
 \* (Option backup_path_lock: the write locks the node's whole path, not the node alone.)
-StageWrite(rs, e, need) ==
+StageWrite(rs, e) ==
     LET n == rs.nodes[e]
         rs1 == [TakeSlots(rs, "h", NodePages(rs, e))
-                EXCEPT !.host_free = @ - need, !.wq = Append(@, << n.start, e >>),
+                EXCEPT !.host_free = @ - NodeLen(rs, e), !.wq = Append(@, << n.start, e >>),
                        !.nodes[e] = [n EXCEPT !.host = WRITING, !.lock = @ + (IF BackupPathLock THEN 0 ELSE 1)]]
     IN  IF BackupPathLock THEN LockPath(rs1, e, 1) ELSE rs1
 
@@ -285,13 +289,13 @@ WriteBackupFrom(rks, wanted, failing, i, stopped) ==
     IF \A r \in RankIds : w[r] = -1 THEN rks
     ELSE LET holder == Min({r \in RankIds : w[r] # -1})
              e == w[holder]
-             need == NodeLen(rks[holder], e)
+             need == [r \in RankIds |-> IF w[r] = -1 THEN 0 ELSE NodeLen(rks[r], w[r])]  \* each its own node's
              agree == ~Has("partial-backup-leak")
              alloc == IF agree /\ \E r \in RankIds : w[r] # e
                       THEN << rks, [r \in RankIds |-> FALSE] >>   \* replicas disagree: nobody stages
                       ELSE AllocateHost(rks, need, failing, agree)
              rks1 == TLCEval([r \in RankIds |-> IF alloc[2][r] /\ w[r] # -1
-                                                THEN StageWrite(alloc[1][r], e, need)
+                                                THEN StageWrite(alloc[1][r], w[r])
                                                 ELSE alloc[1][r]])
              rejected == IF BackupChain THEN {r \in RankIds : w[r] # -1 /\ ~alloc[2][r]} ELSE {}
          IN  WriteBackupFrom(rks1, wanted, failing, i + 1, stopped \cup rejected)
@@ -690,7 +694,7 @@ PrefetchEffect(req, a, fail) ==
     ELSE
     LET k == a[1]  anchor == a[2]
         n == Len(ReqPages[req]) - k
-        alloc == AllocateHost(TLCEval([r \in RankIds |-> Protect(ranks[r], anchor, 1)]), n, fail, TRUE)
+        alloc == AllocateHost(TLCEval([r \in RankIds |-> Protect(ranks[r], anchor, 1)]), [r \in RankIds |-> n], fail, TRUE)
     IN  TLCEval([r \in RankIds |->
                    IF alloc[2][r]
                    THEN LET got == ReserveSlots(alloc[1][r], n)

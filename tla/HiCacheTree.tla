@@ -391,19 +391,19 @@ EvictHost(rs, need) ==
     THEN LET r == ReclaimDuplicates(rs, need) IN EvictHostLeaves(r[1], need, r[2])
     ELSE EvictHostLeaves(rs, need, 0)
 
-\* Host allocation of `need` pages on every rank with evict_host as the fallback:
+\* Host allocation of need[i] pages on each rank i with evict_host as the fallback:
 \* << ranks, ok per rank >>.  `agree`: the outcome is agreed by a MIN all-reduce.
 \* (Option evict_host_shortfall: the fallback asks evict_host for what is missing.)
 AllocateHost(rks, need, failing, agree) ==
-    LET LocalOk(x, i) == i \notin failing /\ x[i].host_free >= need
-        Evict(rs) == EvictHost(rs, IF EvictHostShortfall THEN Max2(0, need - rs.host_free) ELSE need) IN
+    LET LocalOk(x, i) == i \notin failing /\ x[i].host_free >= need[i]
+        Evict(rs, i) == EvictHost(rs, IF EvictHostShortfall THEN Max2(0, need[i] - rs.host_free) ELSE need[i]) IN
     IF agree
     THEN IF \A i \in RankIds : LocalOk(rks, i)
          THEN << rks, [i \in RankIds |-> TRUE] >>
-         ELSE LET r2 == TLCEval([i \in RankIds |-> Evict(rks[i])])
+         ELSE LET r2 == TLCEval([i \in RankIds |-> Evict(rks[i], i)])
                   ok == \A i \in RankIds : LocalOk(r2, i)
               IN  << r2, [i \in RankIds |-> ok] >>
-    ELSE LET r2 == TLCEval([i \in RankIds |-> IF LocalOk(rks, i) THEN rks[i] ELSE Evict(rks[i])])
+    ELSE LET r2 == TLCEval([i \in RankIds |-> IF LocalOk(rks, i) THEN rks[i] ELSE Evict(rks[i], i)])
          IN  << r2, TLCEval([i \in RankIds |-> LocalOk(r2, i)]) >>
 
 \* Seed 000's release candidate: a mirror the storage tier makes redundant.

@@ -129,7 +129,8 @@ class HiCacheGroup:
 
     def flush(self, timeout: float = 60.0) -> None:
         """Run scheduler iterations until no copy, backup or release is in flight (auto
-        mode: the engines and storage threads finish on their own)."""
+        mode: the engines and storage threads finish on their own). Gives up with a
+        TimeoutError naming the busy ranks once ``timeout`` seconds (60 by default) passed."""
         import time
 
         deadline = time.monotonic() + timeout

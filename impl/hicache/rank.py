@@ -132,6 +132,9 @@ class HiCacheRank(WritePath, Eviction, LoadPath, CpLoadBack, StoragePath, Prefet
         return sum(w.outstanding() for w in workers.values() if w is not None)
 
     def close(self) -> None:
+        """Stop the storage workers (their queued ops cancelled) and close the backend.
+        Each worker's thread is waited for once, at most 30 s: a backend call that never
+        returns leaves its (daemon) thread behind rather than hanging the close."""
         for w in (self.backup_worker, self.prefetch_worker):
             if w is not None:
                 w.close(drain=False, timeout=30)

@@ -24,7 +24,7 @@ class FileStorage:
 
 @dataclass(frozen=True)
 class MooncakeStorage:
-    """A Mooncake client per rank against a running master (see storage/mooncake_master)."""
+    """A Mooncake client per rank against a running master, mounting segment_bytes (16 MiB default) of store memory."""
 
     master_addr: str
     health_url: str | None = None

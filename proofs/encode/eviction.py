@@ -83,13 +83,17 @@ def evict(ctx, s, a):
     # protocol the replicas a replicated step sees are identical (rank_agreement, and
     # round_due holds replicated steps back while digests differ), so any such rank
     # gives the same length; bug variants that let replicas diverge take the first.
-    pick = space.first if cfg.variants else space.some
-    need = pick(needs_write, lambda h: node_len(ctx, s.rank(h), e), 0)
+    # partial-backup-leak: each writing rank asks for its own node's length, alone.
+    if agree:
+        pick = space.first if cfg.variants else space.some
+        need = pick(needs_write, lambda h: node_len(ctx, s.rank(h), e), 0)
+    else:
+        need = lambda h: ite(needs_write(h), node_len(ctx, s.rank(h), e), 0)  # noqa: E731
     alloc, oks = allocate_host(ctx, s, need, a["fail"], agree)
 
     def after(h, rv):
         nw = needs_write(h)
-        return write_and_demote(ctx, evict_on_rank(ctx, rv, e, not_(nw)), e, and_(nw, oks(h)), need)
+        return write_and_demote(ctx, evict_on_rank(ctx, rv, e, not_(nw)), e, and_(nw, oks(h)))
 
     written = alloc.map(after)
     from ..state import state_ite
@@ -97,12 +101,13 @@ def evict(ctx, s, a):
     return state_ite(write_path, written, plain)
 
 
-def write_and_demote(ctx, rv: RV, e, do, need):
-    """Where ``do``: the write_back stage of leaf e whose host allocation of ``need``
-    pages succeeded (write_backup, the blocking writing_check: host resident, a storage
-    backup started, a duplicate birth point), then its demotion."""
+def write_and_demote(ctx, rv: RV, e, do):
+    """Where ``do``: the write_back stage of leaf e whose host allocation succeeded
+    (write_backup, the blocking writing_check: host resident, a storage backup started, a
+    duplicate birth point), then its demotion. The rank takes and charges its own node's
+    pages (the allocation asked for the agreed length: the same, unless replicas diverged)."""
     cfg = ctx.cfg
-    rv = rv._replace(host_free=ite(do, rv.host_free - need, rv.host_free))
+    rv = rv._replace(host_free=ite(do, rv.host_free - node_len(ctx, rv, e), rv.host_free))
     rv = take_node(ctx, rv, e, do)
     rv = rv.set_fields(e, do, host=HOST_RESIDENT, href=sel(rv.href, e) + ite(cfg.storage, 1, 0))
     rv = register_duplicate(ctx, rv, e, do)

@@ -114,11 +114,17 @@ def _lru_step(ctx, rv: RV, freed, need, active, key):
     return removed._replace(host_free=ite(go, rv.host_free + size, rv.host_free)), ite(go, freed + size, freed)
 
 
+def _per_rank(need):
+    """``need`` as a function of the rank: a term is the same on every rank."""
+    return need if callable(need) else (lambda h: need)
+
+
 def evict_host_all(ctx, state, need, active):
     """evict_host on every rank (``active(h)``: whether rank h runs it), as a chain of
-    named intermediate states (see SState.named)."""
+    named intermediate states (see SState.named). ``need``: a term, or one per rank."""
     from ..state import PerRank, map_pair
 
+    need = _per_rank(need)
     cfg = ctx.cfg
     space = state.space
     freed = PerRank(space, lambda h: 0)
@@ -129,11 +135,11 @@ def evict_host_all(ctx, state, need, active):
             snap = PerRank(space, lambda h, st=state: st.rank(h).dups)
             for j in range(ctx.k):
                 state, freed = map_pair(state, lambda h, rv, fr=freed, sn=snap, j=j, spare=spare: _reclaim_item(
-                    ctx, rv, fr(h), need, sn(h).items[j][0], sn(h).valid(j), spare, on(h)))
+                    ctx, rv, fr(h), need(h), sn(h).items[j][0], sn(h).valid(j), spare, on(h)))
                 state, freed = state.named(f"reclaim{p}.{j}"), freed.named(f"freed{p}.{j}")
     keys = victim_keys(ctx)
     for i in range(ctx.k):
-        state, freed = map_pair(state, lambda h, rv, fr=freed: _lru_step(ctx, rv, fr(h), need, active(h), keys(h)))
+        state, freed = map_pair(state, lambda h, rv, fr=freed: _lru_step(ctx, rv, fr(h), need(h), active(h), keys(h)))
         state, freed = state.named(f"lru{i}"), freed.named(f"freed.lru{i}")
     return state
 
@@ -148,12 +154,14 @@ def allocate_host(ctx, state, need, failing, agree=True):
     """allocate_host over all ranks: (new state, ok(h)).
 
     ``state`` is an SState, ``failing(h)`` says whether rank h's pinned allocation fails
-    (alloc_asymmetry), ``need`` is a term (the same on every rank).
+    (alloc_asymmetry), ``need`` is a term (the same on every rank) or a function of the
+    rank (each rank's own node length: spec allocate_host's per-rank need).
     """
     space = state.space
+    need = _per_rank(need)
 
     def local_ok(h, rv):
-        return and_(not_(failing(h)), rv.host_free >= need)
+        return and_(not_(failing(h)), rv.host_free >= need(h))
 
     if agree:
         all_ok = space.all(lambda h: local_ok(h, state.rank(h)))

@@ -72,14 +72,18 @@ def _round(ctx, s, victim, found, failing):
         return plain
     # the first writer's length; with identical replicas (the fixed protocol) every
     # writer's (see encode/eviction.evict), else any writer's: a superset of the first's
-    pick = space.first if cfg.variants else space.some
-    need = pick(needs_write, lambda h: node_len(ctx, s.rank(h), victim(h)), 0)
-    alloc, oks = allocate_host(ctx, s, need, failing, not cfg.has("partial-backup-leak"))
+    agree = not cfg.has("partial-backup-leak")
+    if agree:
+        pick = space.first if cfg.variants else space.some
+        need = pick(needs_write, lambda h: node_len(ctx, s.rank(h), victim(h)), 0)
+    else:  # each writing rank asks for its own node's length, alone
+        need = lambda h: ite(needs_write(h), node_len(ctx, s.rank(h), victim(h)), 0)  # noqa: E731
+    alloc, oks = allocate_host(ctx, s, need, failing, agree)
 
     def after(h, rv):
         nw = needs_write(h)
         rv = evict_leaf(ctx, rv, victim(h), and_(found(h), not_(nw)))
-        return write_and_demote(ctx, rv, victim(h), and_(nw, oks(h)), need)
+        return write_and_demote(ctx, rv, victim(h), and_(nw, oks(h)))
 
     return state_ite(and_(cfg.wb, space.any(needs_write)), alloc.map(after), plain)
 

@@ -135,25 +135,27 @@ def write_backup(ctx, state, lists, failing):
         active = space.any(lambda h: ne(wanted(h), NONE))
         if agree:
             end = wanted(space.r0)
-            need = node_len(ctx, state.rank(space.r0), end)
             disagree = space.any(lambda h: ne(wanted(h), end))
             go = and_(active, not_(disagree))
         else:
-            present = lambda h: ne(wanted(h), NONE)
-            end = space.first(present, wanted, NONE)
-            need = space.first(present, lambda h: node_len(ctx, state.rank(h), end), 0)
             go = active
+        # Each rank asks for, takes and charges its own node (agreed: the same key on every
+        # rank; partial-backup-leak: whatever each rank wants), of its own length.
+        def need(h, wanted=wanted, pre=state):
+            return ite(ne(wanted(h), NONE), node_len(ctx, pre.rank(h), wanted(h)), 0)
+
         alloc, oks = allocate_host(ctx, state, need, failing, agree)
         nxt = _choose(go, alloc, state)
 
-        def stage(h, rv, end=end, need=need, go=go, oks=oks, wanted=wanted):
-            do = and_(go, oks(h), ne(wanted(h), NONE))
+        def stage(h, rv, go=go, oks=oks, wanted=wanted):
+            e = wanted(h)
+            do = and_(go, oks(h), ne(e, NONE))
             rv = rv._replace(
-                host_free=ite(do, rv.host_free - need, rv.host_free),
-                wq=rv.wq.append((sel(rv.start, end), end), do),
+                host_free=ite(do, rv.host_free - node_len(ctx, rv, e), rv.host_free),
+                wq=rv.wq.append((sel(rv.start, e), e), do),
             )
-            rv = take_node(ctx, rv, end, do)
-            return rv.set_fields(end, do, host=WRITING, lock=sel(rv.lock, end) + 1)
+            rv = take_node(ctx, rv, e, do)
+            return rv.set_fields(e, do, host=WRITING, lock=sel(rv.lock, e) + 1)
 
         state = nxt.map(stage)
     return state
