@@ -173,21 +173,28 @@ def _master_capacity(master) -> int | None:
     return None
 
 
-def mooncake_segments_of_the_documented_size() -> str:
-    """wt-storage-2r on a real Mooncake master, every MooncakeStorage size left at its
-    default: each rank's client mounts one segment of the documented 16 MiB, which is
-    what the master then offers in all (its metrics' total capacity)."""
+def mooncake_available() -> bool:
+    """The mooncake extra and its mooncake_master binary are installed."""
     from tiercheck.errors import UserError
-    from tiercheck.impl.hicache import MooncakeStorage
     from tiercheck.impl.storage.mooncake import load_store_class
-    from tiercheck.impl.storage.mooncake_master import MooncakeMaster, find_master_binary
+    from tiercheck.impl.storage.mooncake_master import find_master_binary
 
     try:
         load_store_class()
     except UserError:
+        return False
+    return find_master_binary() is not None
+
+
+def mooncake_segments_of_the_documented_size() -> str:
+    """wt-storage-2r on a real Mooncake master, every MooncakeStorage size left at its
+    default: each rank's client mounts one segment of the documented 16 MiB, which is
+    what the master then offers in all (its metrics' total capacity)."""
+    from tiercheck.impl.hicache import MooncakeStorage
+    from tiercheck.impl.storage.mooncake_master import MooncakeMaster
+
+    if not mooncake_available():
         return ""  # no Mooncake here: the mooncake units skip the same way
-    if find_master_binary() is None:
-        return ""
     cfg = model_file.load("wt-storage-2r").config
     master = MooncakeMaster().start()
     try:

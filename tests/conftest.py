@@ -3,7 +3,8 @@ keep a worker busiest go first. xdist hands out whole files in collection order,
 file collected late ran alone at the end while the other workers sat idle (about three
 minutes of a 15-minute CI run). Sorting is stable: every other file keeps its place."""
 
-# Worker seconds per file, longest first (an idle two-worker run with --durations=0).
+# Worker seconds per file, longest first: an idle `python -m pytest -n auto --dist loadfile
+# --durations=0` (two workers), the call/setup seconds summed per file.
 SLOW_FILES_FIRST = (
     "tests/conformance/test_conformance_reference.py",  # 165 s
     "tests/proofs/test_proofs_unbounded.py",  # 133 s

@@ -75,20 +75,8 @@ def test_the_scenario_clock_leaves_other_threads_and_the_module_alone():
     assert time.monotonic is real and abs(seen[0] - real()) < 60
 
 
-def _have_mooncake() -> bool:
-    from tiercheck.errors import UserError
-    from tiercheck.impl.storage.mooncake import load_store_class
-    from tiercheck.impl.storage.mooncake_master import find_master_binary
-
-    try:
-        load_store_class()
-    except UserError:
-        return False
-    return find_master_binary() is not None
-
-
 @pytest.mark.mooncake
-@pytest.mark.skipif(not _have_mooncake(), reason="the mooncake extra and its mooncake_master binary")
+@pytest.mark.skipif(not k.mooncake_available(), reason="the mooncake extra and its mooncake_master binary")
 def test_a_segment_size_other_than_the_documented_one_is_caught(monkeypatch, capsys):
     # storage_setup.py:31: MooncakeStorage's default segment 16 MiB -> 17 MiB
     from tiercheck.impl.hicache import MooncakeStorage
@@ -135,7 +123,12 @@ def test_the_spec_charges_each_writing_rank_its_own_node():
 def test_the_spec_stages_each_ranks_own_node_under_partial_backup_leak():
     (sit,) = [x for x in k.TWIN_SITUATIONS if "partial-backup-leak" in x.name]
     m, s, a, t = _situation_step(sit)
+    from tiercheck.spec.write_path import insert_on_rank
+
     staged = [rt.wq[-1] for rt in t.ranks]
-    assert staged[0][1] != staged[1][1]  # the spec staged the first rank's node everywhere until session 19
-    for rt, (start, end) in zip(t.ranks, staged):
+    assert staged[0][1] != staged[1][1]
+    for rs, rt, (start, end) in zip(s.ranks, t.ranks, staged):
         assert rt.nodes[end].host == WRITING and rt.nodes[end].start == start
+        # a node this rank's own insert wants staged (until session 19 the spec staged the
+        # first wanting rank's node on every rank)
+        assert end in insert_on_rank(m, rs, a["req"])[1]
